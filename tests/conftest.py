@@ -1,0 +1,46 @@
+"""Shared fixtures: real services, or a clear skip on a laptop (a failure under CI=true)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from urllib.parse import urlparse
+
+import pytest
+
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+POSTGRES_URL = os.environ.get(
+    "RATCHET_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+REDIS_URL = os.environ.get("RATCHET_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def _reachable(url: str, default_port: int) -> bool:
+    parsed = urlparse(url)
+    try:
+        with socket.create_connection((parsed.hostname, parsed.port or default_port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def require_service(name: str, url: str, default_port: int) -> None:
+    """Skip when a service is absent on a developer machine; fail under CI, where .ci/run starts it."""
+    if _reachable(url, default_port):
+        return
+    message = f"{name} is not reachable at {url}"
+    if IN_CI:
+        pytest.fail(f"{message}; .ci/run should have started it", pytrace=False)
+    pytest.skip(f"{message}; start it to run this test")
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    require_service("PostgreSQL", POSTGRES_URL, 5432)
+    return POSTGRES_URL
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    require_service("Redis", REDIS_URL, 6379)
+    return REDIS_URL
