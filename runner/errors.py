@@ -1,0 +1,99 @@
+"""The error tree: failure classes of DESIGN.md are types, so classification is a type check.
+
+``StepFailure`` subclasses say what the engine does next (retry, stop, reconcile, ask a human);
+``LedgerError`` subclasses say why the ledger refused or could not serve a request.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class RatchetError(Exception):
+    """Base of every error Ratchet raises on purpose."""
+
+
+class StepFailure(RatchetError):
+    """A step did not complete; ``failure_class`` selects the policy of DESIGN.md."""
+
+    failure_class: ClassVar[str] = "deterministic"
+
+    def __init__(self, message: str, *, evidence: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.evidence = evidence or {}
+
+
+class TransientFailure(StepFailure):
+    """Worth retrying with backoff: 5xx, timeouts before any effect, agent exit 75, outages."""
+
+    failure_class = "transient"
+
+
+class DeterministicFailure(StepFailure):
+    """Retrying gives the same answer: a non-zero agent exit, a 4xx validation error."""
+
+    failure_class = "deterministic"
+
+
+class AmbiguousFailure(StepFailure):
+    """A mutating call may or may not have happened: reconcile remote state before retrying."""
+
+    failure_class = "ambiguous"
+
+
+class AuthorityFailure(StepFailure):
+    """A human must decide: protected branch, action outside the capability profile."""
+
+    failure_class = "authority"
+
+
+class PolicyViolation(AuthorityFailure):
+    """An agent acted outside its step's capability profile (its changes are kept as evidence)."""
+
+
+class IllegalTransition(RatchetError):
+    """A transition the workflow table does not allow was asked for."""
+
+
+class LedgerError(RatchetError):
+    """The ledger refused a request or could not serve it."""
+
+
+class UnknownRun(LedgerError):
+    """No run has this id."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"unknown run {run_id!r}: `ratchet runs` lists the runs in this ledger")
+        self.run_id = run_id
+
+
+class StaleWrite(LedgerError):
+    """A fenced write was refused: the run's version or lease epoch moved on (another worker)."""
+
+
+class CorruptRecord(LedgerError):
+    """A stored record's content no longer matches its recorded sha256; it is never used."""
+
+
+class CorruptCheckpoint(CorruptRecord):
+    """A checkpoint failed its hash check on load."""
+
+
+class CorruptArtifact(CorruptRecord):
+    """An artifact's bytes do not hash to the address they are stored under."""
+
+
+class EffectConflict(LedgerError):
+    """An idempotency key was replayed with a different payload: refused, never applied."""
+
+
+class LedgerUnavailable(LedgerError, TransientFailure):
+    """The database could not be reached or was busy past its timeout; retry with backoff."""
+
+
+class WorkspaceError(RatchetError):
+    """A git operation on a mirror or worktree failed."""
+
+
+class WorkspaceMismatch(WorkspaceError):
+    """A rebuilt worktree does not hash to the checkpointed tree."""
