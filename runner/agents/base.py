@@ -1,0 +1,46 @@
+"""The agent port: what the engine hands an agent backend and what it gets back.
+
+Backends (``command.py`` first) implement ``Agent.run``; they raise ``TransientFailure`` or
+``DeterministicFailure`` from ``runner.errors`` when a step did not complete, so the engine
+classifies by type.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class AgentTask:
+    """One agent step; the engine writes ``prompt_file`` before calling ``Agent.run``."""
+
+    run_id: str
+    phase: str  # research | specify | implement | repair
+    step: str  # e.g. "research.1", "repair.2"
+    worktree: Path  # cwd of the agent
+    prompt: str  # full prompt text
+    prompt_file: Path  # where the prompt was written
+    output: Path  # absolute path of the artifact the phase must write (RATCHET_OUTPUT)
+    log_file: Path  # the agent's combined stdout and stderr
+    timeout: float  # seconds; the whole process group is killed at the timeout
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    """A completed agent step: the output file exists, is non-empty and hashes to this."""
+
+    exit_code: int
+    duration_s: float
+    output_sha256: str  # of the output file's bytes
+    log_tail: str  # last ~4 KiB of the log, for evidence
+
+
+class Agent(Protocol):
+    """Runs one step to completion, or raises a ``StepFailure`` saying why it did not."""
+
+    def run(self, task: AgentTask, *, cancel: threading.Event | None = None) -> AgentResult:
+        """Run ``task``; stop early (``TransientFailure``) once ``cancel`` is set."""
+        ...

@@ -1,0 +1,312 @@
+"""The command agent: runs any coding-agent CLI from a command-line template.
+
+The template is split once with ``shlex.split`` and placeholders are substituted inside each
+argv element; no shell is involved, so a prompt is never re-parsed or executed. The agent runs
+in its own process group, which is killed as a whole on timeout, on cancellation and after the
+agent exits, so no descendant outlives the step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import logging
+import os
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from string import Formatter
+
+from runner.agents.base import AgentResult, AgentTask
+from runner.errors import DeterministicFailure, TransientFailure
+
+log = logging.getLogger(__name__)
+
+# The placeholders a template may use; anything else is a typo caught at construction.
+PLACEHOLDERS = ("prompt", "prompt_file", "output", "phase")
+# Exit status an agent uses for "try again later" (EX_TEMPFAIL from sysexits.h).
+EXIT_TRANSIENT = 75
+# Short enough that a lost lease stops the agent promptly.
+POLL_INTERVAL = 0.05
+# How much of the log end travels as evidence.
+LOG_TAIL_BYTES = 4096
+
+# One argv element: literal text and placeholder names, in order.
+_Part = tuple[str, str | None]
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """How the process ended: its return code, or why the runner stopped it."""
+
+    returncode: int
+    stopped: str | None  # "timeout" | "cancelled" | None
+
+
+def parse_template(template: str) -> tuple[tuple[_Part, ...], ...]:
+    """Split ``template`` into argv elements of (literal, placeholder) parts.
+
+    Raises ``ValueError`` naming the problem and the allowed placeholders.
+    """
+    allowed = ", ".join(f"{{{name}}}" for name in PLACEHOLDERS)
+    try:
+        words = shlex.split(template)
+    except ValueError as exc:
+        raise ValueError(f"agent command template {template!r} cannot be split: {exc}") from exc
+    if not words:
+        raise ValueError(
+            f"agent command template {template!r} is empty; give a command such as "
+            "'claude -p {prompt}'"
+        )
+    argv = []
+    for word in words:
+        try:
+            parsed = list(Formatter().parse(word))
+        except ValueError as exc:
+            raise ValueError(
+                f"agent command template {template!r}: {exc} in {word!r}; "
+                "write literal braces as '{{' and '}}'"
+            ) from exc
+        parts: list[_Part] = []
+        for literal, name, spec, conversion in parsed:
+            if name is not None and (name not in PLACEHOLDERS or spec or conversion):
+                field = "{" + name + (f"!{conversion}" if conversion else "")
+                field += (f":{spec}" if spec else "") + "}"
+                raise ValueError(
+                    f"agent command template {template!r} uses unknown placeholder {field}; "
+                    f"allowed: {allowed} (write literal braces as '{{{{' and '}}}}')"
+                )
+            parts.append((literal, name))
+        argv.append(tuple(parts))
+    return tuple(argv)
+
+
+def render_argv(parsed: Sequence[Sequence[_Part]], values: Mapping[str, str]) -> list[str]:
+    """Substitute placeholder ``values`` into each argv element of a parsed template."""
+    return ["".join(lit + (values[name] if name else "") for lit, name in word) for word in parsed]
+
+
+class CommandAgent:
+    """An ``Agent`` that runs a command-line template as a subprocess.
+
+    Exit 0 with a non-empty output file completes the step; exit 75 raises
+    ``TransientFailure``; any other exit raises ``DeterministicFailure`` with the log tail.
+    """
+
+    def __init__(
+        self,
+        template: str,
+        *,
+        env: Mapping[str, str] | None = None,
+        kill_grace: float = 5.0,
+    ) -> None:
+        self.template = template
+        self._argv = parse_template(template)
+        self._env = dict(os.environ if env is None else env)
+        self.kill_grace = kill_grace
+
+    def run(self, task: AgentTask, *, cancel: threading.Event | None = None) -> AgentResult:
+        """Run the agent for ``task`` and validate its output.
+
+        Raises ``TransientFailure`` on exit 75, timeout or cancellation, and
+        ``DeterministicFailure`` when the command cannot start, exits non-zero, or exits 0
+        without writing ``task.output``.
+        """
+        argv = render_argv(
+            self._argv,
+            {
+                "prompt": task.prompt,
+                "prompt_file": str(task.prompt_file),
+                "output": str(task.output),
+                "phase": task.phase,
+            },
+        )
+        log.info(
+            "run %r step %r: starting agent %r in %r",
+            task.run_id, task.step, argv[0], str(task.worktree),
+        )
+        started = time.monotonic()
+        proc = self._start(argv, task)
+        try:
+            outcome = self._wait(proc, task, cancel)
+        finally:
+            # Reaps the leader and kills anything it left behind in its group.
+            _stop_group(proc, self.kill_grace)
+        duration = time.monotonic() - started
+        tail = _read_tail(task.log_file)
+        evidence = {
+            "command": argv[0],
+            "template": self.template,
+            "exit_code": outcome.returncode,
+            "duration_s": round(duration, 3),
+            "log_file": str(task.log_file),
+            "log_tail": tail,
+        }
+        log.info(
+            "run %r step %r: agent ended with %r after %.1fs (%r)",
+            task.run_id, task.step, outcome.returncode, duration, outcome.stopped,
+        )
+        if outcome.stopped == "cancelled":
+            raise TransientFailure("cancelled: lease lost", evidence=evidence)
+        if outcome.stopped == "timeout":
+            raise TransientFailure(
+                f"agent timed out after {task.timeout:g}s in step {task.step!r} of run "
+                f"{task.run_id!r}; its process group was killed; the step will be retried "
+                f"(raise the timeout if it needs longer; log: {task.log_file})",
+                evidence=evidence,
+            )
+        if outcome.returncode == EXIT_TRANSIENT:
+            raise TransientFailure(
+                f"agent exited {EXIT_TRANSIENT} (temporary failure) in step {task.step!r} of "
+                f"run {task.run_id!r}; the step will be retried (log: {task.log_file})",
+                evidence=evidence,
+            )
+        if outcome.returncode != 0:
+            raise DeterministicFailure(
+                f"agent {_describe_exit(outcome.returncode)} in step {task.step!r} of run "
+                f"{task.run_id!r}; see the log tail in the evidence or {task.log_file}",
+                evidence=evidence,
+            )
+        return AgentResult(
+            exit_code=0,
+            duration_s=duration,
+            output_sha256=_output_sha256(task, evidence),
+            log_tail=tail,
+        )
+
+    def _start(self, argv: list[str], task: AgentTask) -> subprocess.Popen[bytes]:
+        """Start the agent in its own session with stdout and stderr going to the log."""
+        env = {
+            **self._env,
+            "RATCHET_RUN_ID": task.run_id,
+            "RATCHET_PHASE": task.phase,
+            "RATCHET_STEP": task.step,
+            "RATCHET_PROMPT_FILE": str(task.prompt_file),
+            "RATCHET_OUTPUT": str(task.output),
+            "RATCHET_WORKTREE": str(task.worktree),
+        }
+        task.log_file.parent.mkdir(parents=True, exist_ok=True)
+        with task.log_file.open("wb") as log_fp:
+            try:
+                return subprocess.Popen(
+                    argv,
+                    cwd=task.worktree,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log_fp,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                raise DeterministicFailure(
+                    f"cannot start agent command {argv[0]!r} from template {self.template!r} "
+                    f"in {str(task.worktree)!r}: {exc.strerror or exc}"
+                    f"{f' ({exc.filename})' if exc.filename else ''}; {_start_hint(exc)}",
+                    evidence={"command": argv[0], "template": self.template},
+                ) from exc
+
+    def _wait(
+        self, proc: subprocess.Popen[bytes], task: AgentTask, cancel: threading.Event | None
+    ) -> _Outcome:
+        """Wait for the agent, stopping its group on timeout or cancellation."""
+        deadline = time.monotonic() + task.timeout
+        while True:
+            if cancel is not None and cancel.is_set():
+                log.warning("run %r step %r: cancelled, killing agent", task.run_id, task.step)
+                return _Outcome(_stop_group(proc, self.kill_grace), "cancelled")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                log.warning("run %r step %r: agent timed out", task.run_id, task.step)
+                return _Outcome(_stop_group(proc, self.kill_grace), "timeout")
+            try:
+                return _Outcome(proc.wait(timeout=min(POLL_INTERVAL, remaining)), None)
+            except subprocess.TimeoutExpired:
+                continue
+
+
+def _stop_group(proc: subprocess.Popen[bytes], grace: float) -> int:
+    """SIGTERM the process group, SIGKILL it after ``grace`` seconds; reap the leader.
+
+    The leader's pid is the group id (``start_new_session``); the kernel does not reuse it
+    while any member of the group lives, so signalling it after the leader exited is safe.
+    """
+    pgid = proc.pid
+    if _group_alive(proc, pgid):
+        _signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and _group_alive(proc, pgid):
+            time.sleep(POLL_INTERVAL)
+        if _group_alive(proc, pgid):
+            _signal_group(pgid, signal.SIGKILL)
+    return proc.wait()
+
+
+def _group_alive(proc: subprocess.Popen[bytes], pgid: int) -> bool:
+    """Whether any process of the group still exists (reaping the leader if it exited)."""
+    proc.poll()
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, sig)
+
+
+def _output_sha256(task: AgentTask, evidence: dict[str, object]) -> str:
+    """Hash the phase's output, which exit 0 promises is a non-empty file."""
+    try:
+        data = task.output.read_bytes()
+    except OSError as exc:
+        raise DeterministicFailure(
+            f"agent exited 0 but did not write {task.output} (RATCHET_OUTPUT) in step "
+            f"{task.step!r} of run {task.run_id!r}: {exc.strerror or exc}; the {task.phase} "
+            "phase must write its artifact there",
+            evidence=evidence,
+        ) from exc
+    if not data:
+        raise DeterministicFailure(
+            f"agent exited 0 but did not write {task.output} (RATCHET_OUTPUT) in step "
+            f"{task.step!r} of run {task.run_id!r}: the file is empty; the {task.phase} phase "
+            "must write its artifact there",
+            evidence=evidence,
+        )
+    return hashlib.sha256(data).hexdigest()
+
+
+def _read_tail(path: Path) -> str:
+    """The last ``LOG_TAIL_BYTES`` of the log, decoded leniently; empty if there is none."""
+    try:
+        with path.open("rb") as fp:
+            fp.seek(0, os.SEEK_END)
+            fp.seek(max(0, fp.tell() - LOG_TAIL_BYTES))
+            return fp.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"was killed by {name} (exit {returncode})"
+    return f"exited {returncode}"
+
+
+def _start_hint(exc: OSError) -> str:
+    if exc.errno == errno.E2BIG:
+        return "the prompt is too long for a command-line argument: use {prompt_file} instead"
+    return "install the command or fix --agent-command / RATCHET_AGENT_COMMAND"

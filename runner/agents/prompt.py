@@ -1,0 +1,209 @@
+"""Prompt rendering for agent steps: pure, deterministic Markdown from a ``PromptContext``.
+
+Text that comes from outside the runner (issue body, artifacts, feedback, logs) is put in code
+fences longer than any backtick run it contains, so it cannot break the prompt's structure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+# The run-directory path each phase must write; "{n}" is the repair number.
+PHASE_OUTPUTS: Mapping[str, str] = MappingProxyType(
+    {
+        "research": "research/repository-analysis.md",
+        "specify": "spec.md",
+        "implement": "implementation/summary.md",
+        "repair": "repair/{n}/summary.md",
+    }
+)
+
+_READ_ONLY = (
+    "Read the repository in the current directory (the worktree); do NOT modify, create or "
+    "delete any file in it. The runner inspects the worktree after this step: any change is "
+    "saved as evidence, discarded, and the run stops for a human.",
+)
+_NO_GIT = (
+    "Do not commit, push, open pull requests or change branches: the runner does that after "
+    "it has verified your work.",
+)
+# The phase's rules, one bullet each.
+_PHASE_RULES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "research": (
+            *_READ_ONLY,
+            "Write an analysis of the repository for this task to `$RATCHET_OUTPUT`: its "
+            "layout, the code the task touches, how it is built and tested, and the risks.",
+        ),
+        "specify": (
+            *_READ_ONLY,
+            "Write the specification of the change to `$RATCHET_OUTPUT`: what changes, where, "
+            "and how it will be verified.",
+            "A reviewer approves the specification against its sha256: a changed specification "
+            "is not an approved one, so make it complete.",
+        ),
+        "implement": (
+            "Modify the worktree (the current directory) to implement the approved "
+            "specification (`spec.md` below); stay within its scope.",
+            *_NO_GIT,
+            "Write a summary of what you changed and why to `$RATCHET_OUTPUT`.",
+        ),
+        "repair": (
+            "Fix the failing checks listed below by modifying the worktree (the current "
+            "directory).",
+            "Keep to the approved specification (`spec.md` below): do not change its scope, and "
+            "do not weaken or delete checks or tests to make them pass.",
+            *_NO_GIT,
+            "Write a summary of what you fixed to `$RATCHET_OUTPUT`.",
+        ),
+    }
+)
+# Code-fence info strings by file suffix, for readable artifacts.
+_FENCE_LANGUAGES: Mapping[str, str] = MappingProxyType(
+    {".md": "markdown", ".diff": "diff", ".patch": "diff", ".json": "json"}
+)
+_BACKTICK_RUN = re.compile(r"`+")
+
+
+@dataclass(frozen=True)
+class FailingCheck:
+    """A verification check that failed, as evidence for a repair step."""
+
+    id: str
+    command: str
+    status: str
+    exit_code: int | None
+    log_tail: str
+
+
+@dataclass(frozen=True)
+class PromptContext:
+    """Everything a step's prompt says; the same context always renders the same text."""
+
+    run_id: str
+    phase: str
+    step: str
+    title: str  # the task (issue title)
+    body: str  # the task (issue body)
+    output_path: str  # run-relative path, e.g. "spec.md"
+    artifacts: tuple[tuple[str, str], ...] = ()  # earlier phases' artifacts: (run path, text)
+    feedback: tuple[str, ...] = ()  # reviewer feedback, oldest first
+    failing_checks: tuple[FailingCheck, ...] = ()  # for repair
+    salvage_path: str | None = None  # an interrupted attempt's changes, saved as this artifact
+    repair_number: int | None = None
+
+
+def output_path(phase: str, repair_number: int | None = None) -> str:
+    """The run-directory path ``phase`` must write; repair needs its number (1, 2, ...).
+
+    Raises ``ValueError`` for an unknown phase or a missing or misplaced repair number.
+    """
+    _check_phase(phase)
+    if phase == "repair":
+        if repair_number is None or repair_number < 1:
+            raise ValueError(
+                f"the repair phase needs a repair number >= 1, got {repair_number!r}"
+            )
+        return PHASE_OUTPUTS[phase].format(n=repair_number)
+    if repair_number is not None:
+        raise ValueError(
+            f"repair_number={repair_number!r} was given for phase {phase!r}; only repair has one"
+        )
+    return PHASE_OUTPUTS[phase]
+
+
+def render_prompt(ctx: PromptContext) -> str:
+    """Render the Markdown prompt for one agent step.
+
+    Raises ``ValueError`` for an unknown phase.
+    """
+    _check_phase(ctx.phase)
+    title = " ".join(ctx.title.split()) or "(untitled)"
+    sections = [
+        f"# Ratchet {ctx.phase} step {ctx.step} (run {ctx.run_id})",
+        "You are a coding agent working for Ratchet, a runner that owns this run's lifecycle. "
+        "Do this step only, then exit.",
+        f"## Task: {title}\n\n{_fence(ctx.body or '(no description)', 'markdown')}",
+        _render_rules(ctx),
+    ]
+    if ctx.salvage_path is not None:
+        sections.append(
+            "## Interrupted earlier attempt\n\n"
+            "An earlier attempt at this step was interrupted. Its changes to the worktree were "
+            f"saved as the artifact {_code(ctx.salvage_path)} and the worktree was reset to the "
+            "last checkpoint. Reuse what is sound in them; do not assume they are present."
+        )
+    if ctx.failing_checks:
+        sections.append(_render_checks(ctx.failing_checks, ctx.repair_number))
+    if ctx.feedback:
+        sections.append(_render_feedback(ctx.feedback))
+    if ctx.artifacts:
+        sections.append(_render_artifacts(ctx.artifacts))
+    return "\n\n".join(sections) + "\n"
+
+
+def _check_phase(phase: str) -> None:
+    if phase not in PHASE_OUTPUTS:
+        raise ValueError(f"unknown phase {phase!r}; expected one of {', '.join(PHASE_OUTPUTS)}")
+
+
+def _render_rules(ctx: PromptContext) -> str:
+    rules = [
+        *_PHASE_RULES[ctx.phase],
+        f"`$RATCHET_OUTPUT` is an absolute path; the runner stores it as {_code(ctx.output_path)} "
+        "in the run directory. The step fails if it is missing or empty when you exit.",
+        "Exit 0 when done. Exit 75 for a temporary problem (rate limit, network) so the runner "
+        "retries; any other exit status fails the step.",
+    ]
+    return f"## Rules for the {ctx.phase} phase\n\n" + "\n".join(f"- {rule}" for rule in rules)
+
+
+def _render_checks(checks: tuple[FailingCheck, ...], repair_number: int | None) -> str:
+    attempt = f" This is repair attempt {repair_number}." if repair_number else ""
+    parts = [f"## Failing checks\n\nThese checks failed verification; make them pass.{attempt}"]
+    for check in checks:
+        exit_code = "none" if check.exit_code is None else str(check.exit_code)
+        parts.append(
+            f"### Check {_code(check.id)}\n\n"
+            f"- status: {check.status}\n"
+            f"- exit code: {exit_code}\n\n"
+            f"Command:\n\n{_fence(check.command, 'sh')}\n\n"
+            f"Log tail:\n\n{_fence(check.log_tail or '(empty log)')}"
+        )
+    return "\n\n".join(parts)
+
+
+def _render_feedback(feedback: tuple[str, ...]) -> str:
+    parts = ["## Reviewer feedback\n\nAddress every point, oldest first."]
+    for number, text in enumerate(feedback, start=1):
+        parts.append(f"### Feedback {number}\n\n{_fence(text, 'markdown')}")
+    return "\n\n".join(parts)
+
+
+def _render_artifacts(artifacts: tuple[tuple[str, str], ...]) -> str:
+    parts = ["## Artifacts of earlier phases"]
+    for path, text in artifacts:
+        suffix = path[path.rfind(".") :] if "." in path else ""
+        parts.append(f"### {_code(path)}\n\n{_fence(text, _FENCE_LANGUAGES.get(suffix, ''))}")
+    return "\n\n".join(parts)
+
+
+def _longest_backtick_run(text: str) -> int:
+    return max((len(run) for run in _BACKTICK_RUN.findall(text)), default=0)
+
+
+def _fence(text: str, language: str = "") -> str:
+    """A fenced code block around ``text`` that no backtick run inside it can close."""
+    fence = "`" * max(3, _longest_backtick_run(text) + 1)
+    body = text if text.endswith("\n") else text + "\n"
+    return f"{fence}{language}\n{body}{fence}"
+
+
+def _code(text: str) -> str:
+    """An inline code span around ``text`` that its own backticks cannot end."""
+    ticks = "`" * (_longest_backtick_run(text) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
