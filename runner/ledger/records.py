@@ -1,0 +1,222 @@
+"""The ledger's records as plain dataclasses: what the store returns and what callers hand it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from runner.canonical import canonical_json, sha256_hex
+from runner.errors import CorruptCheckpoint
+from runner.workflow import State
+
+
+@dataclass(frozen=True)
+class NewRun:
+    """What a caller provides to create a run; the store assigns version, lease and times."""
+
+    id: str
+    repo: str
+    title: str
+    body: str = ""
+    workflow: str = "issue"
+    issue: int | None = None
+    pr: int | None = None
+    base_revision: str | None = None
+    step: str = "queued.1"
+    params: Mapping[str, Any] = field(default_factory=dict)
+    event_data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Run:
+    id: str
+    repo: str
+    title: str
+    body: str
+    workflow: str
+    issue: int | None
+    pr: int | None
+    state: State
+    step: str
+    attempt: int
+    version: int
+    lease_owner: str | None
+    lease_epoch: int
+    lease_expires_at: float | None
+    base_revision: str | None
+    head_revision: str | None
+    ready_at: float | None
+    deadline: float | None
+    reason: str | None
+    params: dict[str, Any]
+    created_at: float
+    updated_at: float
+
+    def lease_live(self, now: float) -> bool:
+        """Whether some worker holds an unexpired lease on this run."""
+        return self.lease_owner is not None and (self.lease_expires_at or 0) > now
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A worker's claim on a run; ``epoch`` is the fencing token every write is checked against."""
+
+    run_id: str
+    owner: str
+    epoch: int
+    expires_at: float
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    type: str
+    step: str | None = None
+    attempt: int | None = None
+    revision: str | None = None
+    key: str | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Event:
+    run_id: str
+    seq: int
+    type: str
+    at: float
+    step: str | None
+    attempt: int | None
+    lease_epoch: int
+    revision: str | None
+    key: str | None
+    data: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The exported form (one line of ``events.ndjson``)."""
+        out: dict[str, Any] = {
+            "seq": self.seq,
+            "type": self.type,
+            "at": self.at,
+            "run": self.run_id,
+            "step": self.step,
+            "attempt": self.attempt,
+            "lease": self.lease_epoch,
+            "revision": self.revision,
+        }
+        if self.key is not None:
+            out["key"] = self.key
+        if self.data:
+            out["data"] = self.data
+        return out
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A completed step: what it started from (``input``) and what it produced (``result``).
+
+    The stored form is the canonical JSON of all fields but ``sha256``; ``sha256`` is that
+    text's hash, checked on every load.
+    """
+
+    run_id: str
+    step: str
+    attempt: int
+    input: dict[str, Any]
+    result: dict[str, Any]
+    sha256: str = ""
+
+    def body(self) -> str:
+        return canonical_json(
+            {
+                "run": self.run_id,
+                "step": self.step,
+                "attempt": self.attempt,
+                "input": self.input,
+                "result": self.result,
+            }
+        )
+
+    def sealed(self) -> Checkpoint:
+        """This checkpoint with its hash filled in."""
+        return Checkpoint(self.run_id, self.step, self.attempt, self.input, self.result,
+                          sha256_hex(self.body()))
+
+    @classmethod
+    def from_stored(cls, body: str, sha256: str) -> Checkpoint:
+        """Parse a stored checkpoint, refusing one whose content does not match its hash."""
+        if sha256_hex(body) != sha256:
+            raise CorruptCheckpoint(
+                f"checkpoint hash mismatch (stored {sha256[:12]}, content {sha256_hex(body)[:12]});"
+                " it will not be used"
+            )
+        try:
+            data = json.loads(body)
+            return cls(data["run"], data["step"], data["attempt"], data["input"], data["result"],
+                       sha256)
+        except (ValueError, KeyError, TypeError) as exc:  # pragma: no cover - hash already matched
+            raise CorruptCheckpoint(f"checkpoint body unreadable: {exc}") from exc
+
+
+class EffectStatus(StrEnum):
+    INTENDED = "intended"
+    CONFIRMED = "confirmed"
+    CONFLICT = "conflict"
+    COMPENSATED = "compensated"
+
+
+@dataclass(frozen=True)
+class EffectIntent:
+    key: str  # <run>:<step>:<name>
+    run_id: str
+    step: str
+    kind: str  # comment | push | pull_request | check_run
+    payload_hash: str
+
+
+@dataclass(frozen=True)
+class Effect:
+    key: str
+    run_id: str
+    step: str
+    kind: str
+    payload_hash: str
+    status: EffectStatus
+    resource: dict[str, Any] | None
+    attempts: int
+    created_at: float
+    updated_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "step": self.step,
+            "kind": self.kind,
+            "payload_hash": self.payload_hash,
+            "status": self.status.value,
+            "resource": self.resource,
+            "attempts": self.attempts,
+        }
+
+
+@dataclass(frozen=True)
+class Change:
+    """A fenced write to a run: compare-and-set on ``version`` and the writer's lease epoch.
+
+    Its events, checkpoint and artifacts commit in the same transaction as the state change.
+    ``state`` may equal the current state (a retry scheduled, a step's attempt bumped).
+    """
+
+    version: int
+    state: State
+    step: str
+    attempt: int = 1
+    events: tuple[NewEvent, ...] = ()
+    checkpoint: Checkpoint | None = None
+    artifacts: Mapping[str, bytes] = field(default_factory=dict)
+    ready_at: float | None = None
+    deadline: float | None = None
+    reason: str | None = None
+    head_revision: str | None = None
+    release_lease: bool = False

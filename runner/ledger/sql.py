@@ -1,0 +1,662 @@
+"""The ledger over SQL, shared by the SQLite and PostgreSQL backends.
+
+Every rule of the ledger lives here once: compare-and-set on version and lease epoch, the
+gapless per-run event sequence, checkpoints sealed by their hash, content-addressed artifacts,
+idempotent effect records. A backend supplies only connections, the write-transaction opener,
+the placeholder style, column types and the mapping of its driver's errors.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+from runner.canonical import sha256_hex
+from runner.errors import (
+    CorruptArtifact,
+    CorruptCheckpoint,
+    EffectConflict,
+    IllegalTransition,
+    LedgerError,
+    StaleWrite,
+    UnknownRun,
+)
+from runner.ledger import schema
+from runner.ledger.records import (
+    Change,
+    Checkpoint,
+    Effect,
+    EffectIntent,
+    EffectStatus,
+    Event,
+    Lease,
+    NewEvent,
+    NewRun,
+    Run,
+)
+from runner.workflow import ENDS, WAITS, State, allowed, is_runnable, is_wait
+
+log = logging.getLogger(__name__)
+
+RUN_COLUMNS = (
+    "id, repo, title, body, workflow, issue, pr, state, step, attempt, step_epoch, version,"
+    " lease_owner, lease_epoch, lease_expires_at, base_revision, head_revision, ready_at,"
+    " deadline, reason, params, last_seq, created_at, updated_at"
+)
+EVENT_COLUMNS = "run_id, seq, type, at, step, attempt, lease_epoch, revision, key, data"
+EFFECT_COLUMNS = (
+    "key, run_id, step, kind, payload_hash, status, resource, attempts, created_at, updated_at"
+)
+_RUNNABLE = tuple(s.value for s in State if is_runnable(s))
+_WAITS = tuple(s.value for s in WAITS)
+
+
+class Tx:
+    """One open transaction: run statements written with ``?`` placeholders."""
+
+    def __init__(self, conn: Any, placeholder: str) -> None:
+        self._conn = conn
+        self._placeholder = placeholder
+
+    def _sql(self, sql: str) -> str:
+        return sql if self._placeholder == "?" else sql.replace("?", self._placeholder)
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self._conn.execute(self._sql(sql), tuple(params)).rowcount
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        return self._conn.execute(self._sql(sql), tuple(params)).fetchone()
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return list(self._conn.execute(self._sql(sql), tuple(params)).fetchall())
+
+
+class SqlStore:
+    """Implements ``runner.ledger.store.Store``; subclasses connect to a database."""
+
+    placeholder = "?"
+    column_types: dict[str, str] = {"blob": "BLOB", "real": "REAL", "bigint": "INTEGER"}
+    lock_clause = ""  # appended to the SELECT that reads a run before writing it
+
+    # --- backend hooks -------------------------------------------------------------------
+
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+        yield
+
+    def _begin_write(self, conn: Any) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _begin_read(self, conn: Any) -> None:
+        """Reads run in autocommit mode by default (one statement, one snapshot)."""
+
+    def _lock_schema(self, tx: Tx) -> None:
+        """Serialise concurrent migrators (SQLite's write lock already does)."""
+
+    def _translate_error(self, exc: Exception) -> Exception | None:
+        """Map a driver error to a ``LedgerError`` (``LedgerUnavailable`` for outages)."""
+        return None
+
+    # --- transactions --------------------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[Tx]:
+        try:
+            with self._connection() as conn:
+                self._begin_write(conn)
+                try:
+                    yield Tx(conn, self.placeholder)
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+        except LedgerError:
+            raise
+        except Exception as exc:
+            mapped = self._translate_error(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+
+    @contextmanager
+    def _read(self) -> Iterator[Tx]:
+        try:
+            with self._connection() as conn:
+                self._begin_read(conn)
+                yield Tx(conn, self.placeholder)
+        except LedgerError:
+            raise
+        except Exception as exc:
+            mapped = self._translate_error(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+
+    def migrate(self) -> None:
+        """Bring the schema to ``schema.LATEST``; refuse a database written by newer code."""
+        with self._write() as tx:
+            self._lock_schema(tx)
+            tx.run("CREATE TABLE IF NOT EXISTS ledger_schema (version INTEGER NOT NULL)")
+            row = tx.one("SELECT MAX(version) FROM ledger_schema")
+            current = row[0] if row and row[0] is not None else 0
+            if current > schema.LATEST:
+                raise LedgerError(
+                    f"the ledger has schema version {current}, newer than this Ratchet "
+                    f"understands ({schema.LATEST}): upgrade ratchet-runner before using it"
+                )
+            for version, ddl in schema.MIGRATIONS:
+                if version <= current:
+                    continue
+                for statement in schema.statements(ddl, self.column_types):
+                    tx.run(statement)
+                tx.run("INSERT INTO ledger_schema (version) VALUES (?)", (version,))
+                log.info("ledger schema migrated to version %r", version)
+
+    def schema_version(self) -> int:
+        with self._read() as tx:
+            row = tx.one("SELECT MAX(version) FROM ledger_schema")
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def ping(self) -> None:
+        with self._read() as tx:
+            tx.one("SELECT 1")
+
+    # --- runs ----------------------------------------------------------------------------
+
+    def create_run(self, new: NewRun, *, now: float | None = None) -> Run:
+        at = _now(now)
+        with self._write() as tx:
+            if tx.one("SELECT 1 FROM runs WHERE id = ?", (new.id,)):
+                raise LedgerError(f"a run with id {new.id!r} already exists")
+            tx.run(
+                f"INSERT INTO runs ({RUN_COLUMNS}) VALUES"
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, NULL, 1, NULL, 0, NULL, ?, NULL, NULL, NULL,"
+                " NULL, ?, 1, ?, ?)",
+                (
+                    new.id, new.repo, new.title, new.body, new.workflow, new.issue, new.pr,
+                    State.QUEUED.value, new.step, new.base_revision,
+                    json.dumps(dict(new.params)), at, at,
+                ),
+            )
+            self._insert_events(
+                tx, new.id, 1, 0, at,
+                [NewEvent("RUN_CREATED", step=new.step, attempt=1, revision=new.base_revision,
+                          data=dict(new.event_data))],
+            )
+            row = self._select_run(tx, new.id)
+        return _run_from_row(row)
+
+    def get_run(self, run_id: str) -> Run:
+        with self._read() as tx:
+            row = tx.one(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
+        if row is None:
+            raise UnknownRun(run_id)
+        return _run_from_row(row)
+
+    def list_runs(
+        self, *, limit: int = 100, states: Collection[State] | None = None
+    ) -> list[Run]:
+        where, params = "", []
+        if states:
+            where = f" WHERE state IN ({', '.join('?' for _ in states)})"
+            params = [State(s).value for s in states]
+        with self._read() as tx:
+            rows = tx.all(
+                f"SELECT {RUN_COLUMNS} FROM runs{where} ORDER BY created_at DESC, id DESC LIMIT ?",
+                (*params, limit),
+            )
+        return [_run_from_row(r) for r in rows]
+
+    def runs_to_wake(self, *, now: float | None = None, limit: int = 1000) -> list[Run]:
+        at = _now(now)
+        runnable = ", ".join("?" for _ in _RUNNABLE)
+        waits = ", ".join("?" for _ in _WAITS)
+        with self._read() as tx:
+            rows = tx.all(
+                f"SELECT {RUN_COLUMNS} FROM runs WHERE"
+                f" (state IN ({runnable}) AND (lease_owner IS NULL OR lease_expires_at <= ?)"
+                "  AND (ready_at IS NULL OR ready_at <= ?))"
+                f" OR (state IN ({waits}) AND deadline IS NOT NULL AND deadline <= ?"
+                "  AND (lease_owner IS NULL OR lease_expires_at <= ?))"
+                " ORDER BY updated_at LIMIT ?",
+                (*_RUNNABLE, at, at, *_WAITS, at, at, limit),
+            )
+        return [_run_from_row(r) for r in rows]
+
+    # --- leases --------------------------------------------------------------------------
+
+    def acquire_lease(
+        self, run_id: str, owner: str, *, ttl: float, now: float | None = None
+    ) -> Lease | None:
+        at = _now(now)
+        with self._write() as tx:
+            row = self._select_run(tx, run_id)
+            run = _run_from_row(row)
+            if run.lease_live(at):
+                if run.lease_owner != owner:
+                    return None
+                # Re-entrant: the holder asks again; extend rather than fence itself out.
+                tx.run("UPDATE runs SET lease_expires_at = ? WHERE id = ?", (at + ttl, run_id))
+                return Lease(run_id, owner, run.lease_epoch, at + ttl)
+            events: list[NewEvent] = []
+            if run.lease_owner is not None and run.lease_owner != owner:
+                events.append(
+                    NewEvent(
+                        "LEASE_EXPIRED", step=run.step, attempt=run.attempt,
+                        data={"owner": run.lease_owner, "epoch": run.lease_epoch,
+                              "expired_at": run.lease_expires_at},
+                    )
+                )
+            epoch = run.lease_epoch + 1
+            attempt, step_epoch = run.attempt, row[10]
+            if is_runnable(run.state):
+                # A step already held under an earlier lease is being taken up again.
+                if step_epoch is not None:
+                    attempt += 1
+                step_epoch = epoch
+            events.append(
+                NewEvent("LEASE_ACQUIRED", step=run.step, attempt=attempt,
+                         data={"owner": owner, "ttl": ttl, "state": run.state.value})
+            )
+            seq = self._allocate(tx, run_id, len(events))
+            tx.run(
+                "UPDATE runs SET lease_owner = ?, lease_epoch = ?, lease_expires_at = ?,"
+                " attempt = ?, step_epoch = ?, version = version + 1, updated_at = ?"
+                " WHERE id = ? AND lease_epoch = ?",
+                (owner, epoch, at + ttl, attempt, step_epoch, at, run_id, run.lease_epoch),
+            )
+            self._insert_events(tx, run_id, seq, epoch, at, events)
+        return Lease(run_id, owner, epoch, at + ttl)
+
+    def renew_lease(self, lease: Lease, *, ttl: float, now: float | None = None) -> Lease:
+        at = _now(now)
+        with self._write() as tx:
+            changed = tx.run(
+                "UPDATE runs SET lease_expires_at = ? WHERE id = ? AND lease_epoch = ?"
+                " AND lease_owner = ?",
+                (at + ttl, lease.run_id, lease.epoch, lease.owner),
+            )
+            if changed != 1:
+                raise self._stale(tx, lease, "renew the lease")
+        return replace(lease, expires_at=at + ttl)
+
+    def release_lease(self, lease: Lease) -> None:
+        with self._write() as tx:
+            tx.run(
+                "UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL"
+                " WHERE id = ? AND lease_epoch = ? AND lease_owner = ?",
+                (lease.run_id, lease.epoch, lease.owner),
+            )
+
+    # --- fenced writes -------------------------------------------------------------------
+
+    def apply(self, lease: Lease, change: Change, *, now: float | None = None) -> Run:
+        at = _now(now)
+        with self._write() as tx:
+            run = _run_from_row(self._select_run(tx, lease.run_id))
+            if run.lease_epoch != lease.epoch or run.lease_owner != lease.owner:
+                raise self._stale(tx, lease, f"move to {change.state.value}")
+            return self._change(tx, run, change, lease.epoch, at, step_epoch=lease.epoch)
+
+    def signal(self, run_id: str, change: Change, *, now: float | None = None) -> Run:
+        at = _now(now)
+        with self._write() as tx:
+            run = _run_from_row(self._select_run(tx, run_id))
+            if not is_wait(run.state):
+                raise StaleWrite(
+                    f"run {run_id} is {run.state.value}, not waiting for a signal"
+                )
+            if run.lease_live(at):
+                raise StaleWrite(f"run {run_id} is leased by {run.lease_owner}; retry shortly")
+            return self._change(tx, run, change, run.lease_epoch, at, step_epoch=None)
+
+    def append(
+        self,
+        lease: Lease,
+        *,
+        events: Sequence[NewEvent] = (),
+        artifacts: Mapping[str, bytes] | None = None,
+        now: float | None = None,
+    ) -> None:
+        at = _now(now)
+        with self._write() as tx:
+            self._fence(tx, lease, "record events")
+            if events:
+                seq = self._allocate(tx, lease.run_id, len(events))
+                self._insert_events(tx, lease.run_id, seq, lease.epoch, at, events)
+            self._link_artifacts(tx, lease.run_id, artifacts or {})
+
+    def _change(
+        self, tx: Tx, run: Run, change: Change, epoch: int, at: float, *, step_epoch: int | None
+    ) -> Run:
+        if change.version != run.version:
+            raise StaleWrite(
+                f"run {run.id} moved to version {run.version} (you acted on {change.version}):"
+                " reload it and decide again"
+            )
+        if change.state is not run.state and not allowed(run.state, change.state):
+            raise IllegalTransition(
+                f"run {run.id}: {run.state.value} -> {change.state.value} is not in the"
+                " workflow table"
+            )
+        if run.state in ENDS:
+            raise IllegalTransition(f"run {run.id} has ended ({run.state.value})")
+        release = change.release_lease
+        seq = self._allocate(tx, run.id, len(change.events)) if change.events else 0
+        tx.run(
+            "UPDATE runs SET state = ?, step = ?, attempt = ?, step_epoch = ?,"
+            " version = version + 1, ready_at = ?, deadline = ?, reason = ?,"
+            " head_revision = COALESCE(?, head_revision), updated_at = ?"
+            + (", lease_owner = NULL, lease_expires_at = NULL" if release else "")
+            + " WHERE id = ? AND version = ?",
+            (
+                change.state.value, change.step, change.attempt, step_epoch, change.ready_at,
+                change.deadline, change.reason, change.head_revision, at, run.id, run.version,
+            ),
+        )
+        if change.events:
+            self._insert_events(tx, run.id, seq, epoch, at, change.events)
+        if change.checkpoint is not None:
+            sealed = change.checkpoint.sealed()
+            tx.run(
+                "INSERT INTO checkpoints (run_id, step, position, attempt, body, sha256,"
+                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (run.id, sealed.step, run.version, sealed.attempt, sealed.body(), sealed.sha256,
+                 at),
+            )
+        self._link_artifacts(tx, run.id, change.artifacts)
+        return replace(
+            run,
+            state=change.state,
+            step=change.step,
+            attempt=change.attempt,
+            version=run.version + 1,
+            ready_at=change.ready_at,
+            deadline=change.deadline,
+            reason=change.reason,
+            head_revision=change.head_revision or run.head_revision,
+            updated_at=at,
+            lease_owner=None if release else run.lease_owner,
+            lease_expires_at=None if release else run.lease_expires_at,
+        )
+
+    # --- history -------------------------------------------------------------------------
+
+    def events(self, run_id: str, *, after: int = 0) -> list[Event]:
+        with self._read() as tx:
+            rows = tx.all(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ? AND seq > ? ORDER BY seq",
+                (run_id, after),
+            )
+        return [
+            Event(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], json.loads(r[9]))
+            for r in rows
+        ]
+
+    def checkpoints(self, run_id: str) -> list[Checkpoint]:
+        with self._read() as tx:
+            rows = tx.all(
+                "SELECT body, sha256, step FROM checkpoints WHERE run_id = ? ORDER BY position",
+                (run_id,),
+            )
+        return [_checkpoint(run_id, step, body, sha) for body, sha, step in rows]
+
+    def checkpoint(self, run_id: str, step: str) -> Checkpoint | None:
+        with self._read() as tx:
+            row = tx.one(
+                "SELECT body, sha256 FROM checkpoints WHERE run_id = ? AND step = ?",
+                (run_id, step),
+            )
+        return None if row is None else _checkpoint(run_id, step, row[0], row[1])
+
+    def completed_steps(self, run_id: str) -> list[str]:
+        """Steps with a checkpoint, in order (names only: no hash check, for reporting)."""
+        with self._read() as tx:
+            rows = tx.all(
+                "SELECT step FROM checkpoints WHERE run_id = ? ORDER BY position", (run_id,)
+            )
+        return [r[0] for r in rows]
+
+    # --- effects -------------------------------------------------------------------------
+
+    def intend_effect(
+        self, lease: Lease, intent: EffectIntent, *, now: float | None = None
+    ) -> Effect:
+        at = _now(now)
+        conflict: Effect | None = None
+        with self._write() as tx:
+            self._fence(tx, lease, f"record intent of effect {intent.key}")
+            row = tx.one(f"SELECT {EFFECT_COLUMNS} FROM effects WHERE key = ?", (intent.key,))
+            if row is None:
+                tx.run(
+                    f"INSERT INTO effects ({EFFECT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, NULL, 1,"
+                    " ?, ?)",
+                    (intent.key, intent.run_id, intent.step, intent.kind, intent.payload_hash,
+                     EffectStatus.INTENDED.value, at, at),
+                )
+                event = NewEvent("EFFECT_INTENDED", step=intent.step, key=intent.key,
+                                 data={"kind": intent.kind, "payload": intent.payload_hash})
+            else:
+                existing = _effect_from_row(row)
+                if existing.payload_hash != intent.payload_hash:
+                    conflict = existing
+                    event = NewEvent("EFFECT_CONFLICT", step=intent.step, key=intent.key,
+                                     data={"recorded": existing.payload_hash,
+                                           "replayed": intent.payload_hash})
+                else:
+                    tx.run(
+                        "UPDATE effects SET attempts = attempts + 1, updated_at = ? WHERE key = ?",
+                        (at, intent.key),
+                    )
+                    event = NewEvent("EFFECT_REPLAYED", step=intent.step, key=intent.key,
+                                     data={"status": existing.status.value})
+            seq = self._allocate(tx, lease.run_id, 1)
+            self._insert_events(tx, lease.run_id, seq, lease.epoch, at, [event])
+            row = tx.one(f"SELECT {EFFECT_COLUMNS} FROM effects WHERE key = ?", (intent.key,))
+        if conflict is not None:
+            raise EffectConflict(
+                f"effect {intent.key} was recorded with payload {conflict.payload_hash[:12]} and"
+                f" replayed with {intent.payload_hash[:12]}: refused; a changed effect needs a"
+                " new key"
+            )
+        assert row is not None
+        return _effect_from_row(row)
+
+    def confirm_effect(
+        self,
+        lease: Lease,
+        key: str,
+        resource: Mapping[str, Any],
+        *,
+        reconciled: bool = False,
+        now: float | None = None,
+    ) -> Effect:
+        at = _now(now)
+        with self._write() as tx:
+            self._fence(tx, lease, f"confirm effect {key}")
+            changed = tx.run(
+                "UPDATE effects SET status = ?, resource = ?, updated_at = ? WHERE key = ?",
+                (EffectStatus.CONFIRMED.value, json.dumps(dict(resource), sort_keys=True), at,
+                 key),
+            )
+            if changed != 1:
+                raise LedgerError(f"no intent recorded for effect {key}; record intent first")
+            row = tx.one(f"SELECT {EFFECT_COLUMNS} FROM effects WHERE key = ?", (key,))
+            assert row is not None
+            effect = _effect_from_row(row)
+            seq = self._allocate(tx, lease.run_id, 1)
+            self._insert_events(
+                tx, lease.run_id, seq, lease.epoch, at,
+                [NewEvent("EFFECT_RECONCILED" if reconciled else "EFFECT_CONFIRMED",
+                          step=effect.step, key=key,
+                          data={"kind": effect.kind, "resource": dict(resource)})],
+            )
+        return effect
+
+    def get_effect(self, key: str) -> Effect | None:
+        with self._read() as tx:
+            row = tx.one(f"SELECT {EFFECT_COLUMNS} FROM effects WHERE key = ?", (key,))
+        return None if row is None else _effect_from_row(row)
+
+    def effects(self, run_id: str) -> list[Effect]:
+        with self._read() as tx:
+            rows = tx.all(
+                f"SELECT {EFFECT_COLUMNS} FROM effects WHERE run_id = ? ORDER BY created_at, key",
+                (run_id,),
+            )
+        return [_effect_from_row(r) for r in rows]
+
+    # --- artifacts -----------------------------------------------------------------------
+
+    def put_artifact(self, data: bytes) -> str:
+        with self._write() as tx:
+            return self._put_blob(tx, data)
+
+    def get_artifact(self, sha256: str) -> bytes:
+        with self._read() as tx:
+            row = tx.one("SELECT data FROM blobs WHERE sha256 = ?", (sha256,))
+        if row is None:
+            raise LedgerError(f"no artifact with sha256 {sha256}")
+        data = bytes(row[0])
+        if sha256_hex(data) != sha256:
+            raise CorruptArtifact(f"artifact {sha256[:12]} does not match its hash")
+        return data
+
+    def artifacts(self, run_id: str) -> dict[str, str]:
+        with self._read() as tx:
+            rows = tx.all(
+                "SELECT path, sha256 FROM artifacts WHERE run_id = ? ORDER BY path", (run_id,)
+            )
+        return {path: sha for path, sha in rows}
+
+    def read_artifact(self, run_id: str, path: str) -> bytes | None:
+        with self._read() as tx:
+            row = tx.one(
+                "SELECT sha256 FROM artifacts WHERE run_id = ? AND path = ?", (run_id, path)
+            )
+        return None if row is None else self.get_artifact(row[0])
+
+    # --- deliveries ----------------------------------------------------------------------
+
+    def record_delivery(
+        self, delivery_id: str, *, event: str, run_id: str | None = None,
+        now: float | None = None,
+    ) -> bool:
+        with self._write() as tx:
+            return (
+                tx.run(
+                    "INSERT INTO deliveries (id, event, run_id, first_seen) VALUES (?, ?, ?, ?)"
+                    " ON CONFLICT (id) DO NOTHING",
+                    (delivery_id, event, run_id, _now(now)),
+                )
+                == 1
+            )
+
+    def delivery_run(self, delivery_id: str) -> str | None:
+        with self._read() as tx:
+            row = tx.one("SELECT run_id FROM deliveries WHERE id = ?", (delivery_id,))
+        return None if row is None else row[0]
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _select_run(self, tx: Tx, run_id: str) -> tuple[Any, ...]:
+        row = tx.one(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?{self.lock_clause}", (run_id,))
+        if row is None:
+            raise UnknownRun(run_id)
+        return row
+
+    def _fence(self, tx: Tx, lease: Lease, doing: str) -> None:
+        row = tx.one(
+            f"SELECT lease_epoch, lease_owner FROM runs WHERE id = ?{self.lock_clause}",
+            (lease.run_id,),
+        )
+        if row is None:
+            raise UnknownRun(lease.run_id)
+        if row[0] != lease.epoch or row[1] != lease.owner:
+            raise self._stale(tx, lease, doing)
+
+    def _stale(self, tx: Tx, lease: Lease, doing: str) -> StaleWrite:
+        row = tx.one("SELECT lease_epoch, lease_owner FROM runs WHERE id = ?", (lease.run_id,))
+        epoch, owner = (row[0], row[1]) if row else (None, None)
+        return StaleWrite(
+            f"run {lease.run_id}: refused to {doing}: lease epoch {lease.epoch} held by"
+            f" {lease.owner} is no longer current (epoch {epoch}, holder {owner or 'none'});"
+            " this worker must stop working on the run"
+        )
+
+    def _allocate(self, tx: Tx, run_id: str, count: int) -> int:
+        """Reserve ``count`` event sequence numbers; returns the first. Gapless: same tx."""
+        row = tx.one(
+            "UPDATE runs SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq",
+            (count, run_id),
+        )
+        assert row is not None
+        return int(row[0]) - count + 1
+
+    def _insert_events(
+        self, tx: Tx, run_id: str, first_seq: int, epoch: int, at: float,
+        events: Sequence[NewEvent],
+    ) -> None:
+        for offset, event in enumerate(events):
+            tx.run(
+                f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, first_seq + offset, event.type, at, event.step, event.attempt, epoch,
+                 event.revision, event.key, json.dumps(dict(event.data), sort_keys=True)),
+            )
+
+    def _put_blob(self, tx: Tx, data: bytes) -> str:
+        sha = sha256_hex(data)
+        tx.run(
+            "INSERT INTO blobs (sha256, size, data) VALUES (?, ?, ?)"
+            " ON CONFLICT (sha256) DO NOTHING",
+            (sha, len(data), data),
+        )
+        return sha
+
+    def _link_artifacts(self, tx: Tx, run_id: str, artifacts: Mapping[str, bytes]) -> None:
+        for path, data in artifacts.items():
+            sha = self._put_blob(tx, data)
+            tx.run(
+                "INSERT INTO artifacts (run_id, path, sha256) VALUES (?, ?, ?)"
+                " ON CONFLICT (run_id, path) DO UPDATE SET sha256 = excluded.sha256",
+                (run_id, path, sha),
+            )
+
+
+def _now(now: float | None) -> float:
+    return time.time() if now is None else now
+
+
+def _run_from_row(row: tuple[Any, ...]) -> Run:
+    (id_, repo, title, body, workflow, issue, pr, state, step, attempt, _step_epoch, version,
+     lease_owner, lease_epoch, lease_expires_at, base, head, ready_at, deadline, reason, params,
+     _last_seq, created_at, updated_at) = row
+    return Run(
+        id=id_, repo=repo, title=title, body=body, workflow=workflow, issue=issue, pr=pr,
+        state=State(state), step=step, attempt=attempt, version=version,
+        lease_owner=lease_owner, lease_epoch=lease_epoch, lease_expires_at=lease_expires_at,
+        base_revision=base, head_revision=head, ready_at=ready_at, deadline=deadline,
+        reason=reason, params=json.loads(params), created_at=created_at, updated_at=updated_at,
+    )
+
+
+def _effect_from_row(row: tuple[Any, ...]) -> Effect:
+    key, run_id, step, kind, payload_hash, status, resource, attempts, created, updated = row
+    return Effect(
+        key=key, run_id=run_id, step=step, kind=kind, payload_hash=payload_hash,
+        status=EffectStatus(status), resource=json.loads(resource) if resource else None,
+        attempts=attempts, created_at=created, updated_at=updated,
+    )
+
+
+def _checkpoint(run_id: str, step: str, body: str, sha: str) -> Checkpoint:
+    try:
+        return Checkpoint.from_stored(body, sha)
+    except CorruptCheckpoint as exc:
+        raise CorruptCheckpoint(f"run {run_id}: checkpoint of step {step}: {exc}") from exc

@@ -1,0 +1,145 @@
+"""The run's state machine as data: states, outcomes, allowed transitions, capability profiles.
+
+Nothing else decides a transition. The engine reports what happened (an ``Outcome``) and
+``transition`` answers with the next state from ``TRANSITIONS``, or raises ``IllegalTransition``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from runner.errors import IllegalTransition
+
+
+class State(StrEnum):
+    QUEUED = "queued"
+    RESEARCH = "research"
+    SPECIFY = "specify"
+    AWAITING_APPROVAL = "awaiting_approval"
+    IMPLEMENT = "implement"
+    VERIFY = "verify"
+    REPAIR = "repair"
+    PUBLISH = "publish"
+    DONE = "done"
+    FAILED = "failed"
+    NEEDS_HUMAN = "needs_human"
+    CANCELLED = "cancelled"
+
+
+class Outcome(StrEnum):
+    """What a step or a signal reports; the table maps (state, outcome) to the next state."""
+
+    COMPLETED = "completed"  # a step finished its work
+    CHECKS_PASSED = "checks_passed"
+    CHECKS_FAILED = "checks_failed"  # repair attempts remain
+    REPAIRS_EXHAUSTED = "repairs_exhausted"  # checks failed and no repair attempt remains
+    APPROVED = "approved"  # signal: spec approved against its hash
+    CHANGES_REQUESTED = "changes_requested"  # signal: reviewer feedback
+    TIMED_OUT = "timed_out"  # a wait's deadline passed
+    FAILED = "failed"  # deterministic failure, or transient retries exhausted
+    NEEDS_HUMAN = "needs_human"  # authority failure, policy violation, corrupt history
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True)
+class Capability:
+    """What a state's step may do. Enforced by the engine after the step, not requested."""
+
+    agent: bool  # an agent process runs in this state
+    modify_worktree: bool  # product changes allowed
+    remote_effects: bool  # may push, open pull requests, post check runs
+
+
+RUNNER_ONLY = Capability(agent=False, modify_worktree=False, remote_effects=False)
+READ_ONLY_AGENT = Capability(agent=True, modify_worktree=False, remote_effects=False)
+WRITING_AGENT = Capability(agent=True, modify_worktree=True, remote_effects=False)
+PUBLISHER = Capability(agent=False, modify_worktree=False, remote_effects=True)
+
+# The capability profile of every state that runs a step.
+PROFILES: dict[State, Capability] = {
+    State.QUEUED: RUNNER_ONLY,
+    State.RESEARCH: READ_ONLY_AGENT,
+    State.SPECIFY: READ_ONLY_AGENT,
+    State.IMPLEMENT: WRITING_AGENT,
+    State.REPAIR: WRITING_AGENT,
+    State.VERIFY: RUNNER_ONLY,
+    State.PUBLISH: PUBLISHER,
+}
+
+WAITS: frozenset[State] = frozenset({State.AWAITING_APPROVAL})
+ENDS: frozenset[State] = frozenset({State.DONE, State.FAILED, State.NEEDS_HUMAN, State.CANCELLED})
+# The outcomes any non-terminal state may take, on top of its own row.
+_ESCAPES = {
+    Outcome.FAILED: State.FAILED,
+    Outcome.NEEDS_HUMAN: State.NEEDS_HUMAN,
+    Outcome.CANCELLED: State.CANCELLED,
+}
+
+_FORWARD: dict[tuple[State, Outcome], State] = {
+    (State.QUEUED, Outcome.COMPLETED): State.RESEARCH,
+    (State.RESEARCH, Outcome.COMPLETED): State.SPECIFY,
+    (State.SPECIFY, Outcome.COMPLETED): State.AWAITING_APPROVAL,
+    (State.AWAITING_APPROVAL, Outcome.APPROVED): State.IMPLEMENT,
+    (State.AWAITING_APPROVAL, Outcome.CHANGES_REQUESTED): State.SPECIFY,
+    (State.AWAITING_APPROVAL, Outcome.TIMED_OUT): State.NEEDS_HUMAN,
+    (State.IMPLEMENT, Outcome.COMPLETED): State.VERIFY,
+    (State.VERIFY, Outcome.CHECKS_PASSED): State.PUBLISH,
+    (State.VERIFY, Outcome.CHECKS_FAILED): State.REPAIR,
+    (State.VERIFY, Outcome.REPAIRS_EXHAUSTED): State.NEEDS_HUMAN,
+    (State.REPAIR, Outcome.COMPLETED): State.VERIFY,
+    (State.PUBLISH, Outcome.COMPLETED): State.DONE,
+}
+
+TRANSITIONS: dict[tuple[State, Outcome], State] = {
+    **_FORWARD,
+    **{
+        (state, outcome): target
+        for state in State
+        if state not in ENDS
+        for outcome, target in _ESCAPES.items()
+    },
+}
+
+
+def transition(state: State, outcome: Outcome) -> State:
+    """The next state for ``outcome`` in ``state``; raises ``IllegalTransition`` if none."""
+    try:
+        return TRANSITIONS[(state, outcome)]
+    except KeyError:
+        raise IllegalTransition(
+            f"no transition from {state.value!r} on {outcome.value!r}; "
+            f"allowed there: {sorted(o.value for (s, o) in TRANSITIONS if s is state) or 'none'}"
+        ) from None
+
+
+def allowed(state: State, target: State) -> bool:
+    """Whether any outcome takes ``state`` to ``target``."""
+    return any(s is state and t is target for (s, _), t in TRANSITIONS.items())
+
+
+def outcomes(state: State) -> list[Outcome]:
+    """The outcomes ``state`` accepts, in table order."""
+    return [o for (s, o) in TRANSITIONS if s is state]
+
+
+def is_wait(state: State) -> bool:
+    return state in WAITS
+
+
+def is_end(state: State) -> bool:
+    return state in ENDS
+
+
+def is_runnable(state: State) -> bool:
+    """A state with a step for a worker to execute (not a wait, not an end)."""
+    return state not in WAITS and state not in ENDS
+
+
+def verify_outcome(*, passed: bool, repairs_done: int, max_repairs: int) -> Outcome:
+    """How a verification result maps to an outcome, with repair bounded by ``max_repairs``."""
+    if passed:
+        return Outcome.CHECKS_PASSED
+    if repairs_done < max_repairs:
+        return Outcome.CHECKS_FAILED
+    return Outcome.REPAIRS_EXHAUSTED

@@ -1,0 +1,330 @@
+"""The ledger conformance suite: every backend of ``Store`` must pass all of it."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from runner.canonical import sha256_hex
+from runner.errors import (
+    CorruptArtifact,
+    CorruptCheckpoint,
+    EffectConflict,
+    IllegalTransition,
+    LedgerError,
+    StaleWrite,
+    UnknownRun,
+)
+from runner.ledger.records import (
+    Change,
+    Checkpoint,
+    EffectIntent,
+    EffectStatus,
+    NewEvent,
+    NewRun,
+)
+from runner.workflow import State
+
+T0 = 1_000_000.0
+
+
+def new_run(store, run_id="r1", **kw):
+    return store.create_run(NewRun(id=run_id, repo="/tmp/repo", title="Add a feature", **kw),
+                            now=T0)
+
+
+def raw(store, sql, params=()):
+    with store._write() as tx:
+        return tx.run(sql, params)
+
+
+def test_create_run_records_run_created(store):
+    run = new_run(store, base_revision="abc")
+    assert (run.state, run.version, run.attempt, run.lease_epoch) == (State.QUEUED, 1, 1, 0)
+    assert store.get_run("r1") == run
+    [event] = store.events("r1")
+    assert (event.seq, event.type, event.revision) == (1, "RUN_CREATED", "abc")
+    with pytest.raises(LedgerError, match="already exists"):
+        new_run(store)
+
+
+def test_unknown_run_names_itself(store):
+    with pytest.raises(UnknownRun, match="nope"):
+        store.get_run("nope")
+
+
+def test_lease_is_exclusive_until_it_expires(store):
+    new_run(store)
+    a = store.acquire_lease("r1", "A", ttl=10, now=T0)
+    assert a is not None and a.epoch == 1
+    assert store.acquire_lease("r1", "B", ttl=10, now=T0 + 5) is None
+    b = store.acquire_lease("r1", "B", ttl=10, now=T0 + 11)
+    assert b is not None and b.epoch == 2
+    types = [e.type for e in store.events("r1")]
+    assert types == ["RUN_CREATED", "LEASE_ACQUIRED", "LEASE_EXPIRED", "LEASE_ACQUIRED"]
+    expired = store.events("r1")[2]
+    assert expired.data["owner"] == "A" and expired.data["epoch"] == 1
+    # Taking up a step that was already held under an earlier lease is a new attempt.
+    assert store.get_run("r1").attempt == 2
+
+
+def test_reentrant_acquire_keeps_the_epoch(store):
+    new_run(store)
+    a = store.acquire_lease("r1", "A", ttl=10, now=T0)
+    again = store.acquire_lease("r1", "A", ttl=10, now=T0 + 1)
+    assert again is not None and again.epoch == a.epoch and again.expires_at == T0 + 11
+
+
+def test_renew_and_release(store):
+    new_run(store)
+    a = store.acquire_lease("r1", "A", ttl=10, now=T0)
+    renewed = store.renew_lease(a, ttl=10, now=T0 + 8)
+    assert renewed.expires_at == T0 + 18
+    assert store.acquire_lease("r1", "B", ttl=10, now=T0 + 12) is None
+    store.release_lease(renewed)
+    b = store.acquire_lease("r1", "B", ttl=10, now=T0 + 12)
+    assert b is not None
+    with pytest.raises(StaleWrite, match="no longer current"):
+        store.renew_lease(renewed, ttl=10, now=T0 + 13)
+
+
+def test_apply_commits_state_event_checkpoint_and_artifacts_together(store):
+    run = new_run(store)
+    lease = store.acquire_lease("r1", "A", ttl=30, now=T0)
+    run = store.get_run("r1")
+    cp = Checkpoint("r1", "queued.1", 1, {"revision": "abc"}, {"ok": True})
+    after = store.apply(
+        lease,
+        Change(
+            version=run.version, state=State.RESEARCH, step="research.1",
+            events=(NewEvent("RESEARCH_STARTED", step="research.1", attempt=1),),
+            checkpoint=cp, artifacts={"notes.md": b"hello"},
+        ),
+        now=T0 + 1,
+    )
+    assert after.state is State.RESEARCH and after.version == run.version + 1
+    assert store.get_run("r1") == after
+    [loaded] = store.checkpoints("r1")
+    assert loaded.result == {"ok": True} and loaded.sha256 == cp.sealed().sha256
+    assert store.read_artifact("r1", "notes.md") == b"hello"
+    assert store.events("r1")[-1].type == "RESEARCH_STARTED"
+    assert store.events("r1")[-1].lease_epoch == lease.epoch
+
+
+def test_failed_transaction_leaves_nothing(store):
+    new_run(store)
+    lease = store.acquire_lease("r1", "A", ttl=30, now=T0)
+    run = store.get_run("r1")
+    cp = Checkpoint("r1", "queued.1", 1, {}, {})
+    run = store.apply(lease, Change(run.version, State.RESEARCH, "research.1", checkpoint=cp))
+    events_before = store.events("r1")
+    # A second checkpoint for the same step violates the primary key: the whole change rolls back.
+    with pytest.raises(Exception):  # noqa: B017 - the driver's integrity error
+        store.apply(
+            lease,
+            Change(run.version, State.SPECIFY, "specify.1",
+                   events=(NewEvent("X"),), checkpoint=cp, artifacts={"a": b"a"}),
+        )
+    assert store.get_run("r1") == run
+    assert store.events("r1") == events_before
+    assert "a" not in store.artifacts("r1")
+
+
+def test_stale_version_and_stale_epoch_are_refused(store):
+    new_run(store)
+    a = store.acquire_lease("r1", "A", ttl=10, now=T0)
+    run = store.get_run("r1")
+    with pytest.raises(StaleWrite, match="version"):
+        store.apply(a, Change(run.version - 1, State.RESEARCH, "research.1"))
+    b = store.acquire_lease("r1", "B", ttl=10, now=T0 + 20)
+    before = store.events("r1")
+    with pytest.raises(StaleWrite, match="no longer current"):
+        store.apply(a, Change(store.get_run("r1").version, State.RESEARCH, "research.1",
+                              events=(NewEvent("RESEARCH_STARTED"),)))
+    with pytest.raises(StaleWrite):
+        store.append(a, events=[NewEvent("ZOMBIE")])
+    with pytest.raises(StaleWrite):
+        store.intend_effect(a, EffectIntent("r1:x:c", "r1", "x", "comment", "h"))
+    assert store.events("r1") == before
+    assert store.effects("r1") == []
+    assert store.get_run("r1").state is State.QUEUED
+    assert b is not None
+
+
+def test_transitions_outside_the_table_are_refused(store):
+    new_run(store)
+    lease = store.acquire_lease("r1", "A", ttl=10, now=T0)
+    run = store.get_run("r1")
+    with pytest.raises(IllegalTransition):
+        store.apply(lease, Change(run.version, State.PUBLISH, "publish.1"))
+    assert store.get_run("r1").state is State.QUEUED
+
+
+def test_ended_run_accepts_no_change(store):
+    new_run(store)
+    lease = store.acquire_lease("r1", "A", ttl=10, now=T0)
+    run = store.apply(lease, Change(store.get_run("r1").version, State.FAILED, "queued.1"))
+    with pytest.raises(IllegalTransition, match="ended"):
+        store.apply(lease, Change(run.version, State.FAILED, "queued.1"))
+
+
+def test_event_sequence_is_gapless_under_concurrency(store):
+    new_run(store)
+    lease = store.acquire_lease("r1", "A", ttl=60)
+    errors: list[Exception] = []
+
+    def writer(n: int) -> None:
+        try:
+            for i in range(20):
+                store.append(lease, events=[NewEvent(f"T{n}", data={"i": i})])
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    seqs = [e.seq for e in store.events("r1")]
+    assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) == 2 + 80
+
+
+def test_only_one_of_many_racing_workers_gets_the_lease(store):
+    new_run(store)
+    winners: list[str] = []
+    barrier = threading.Barrier(4)
+
+    def race(owner: str) -> None:
+        barrier.wait()
+        if store.acquire_lease("r1", owner, ttl=60) is not None:
+            winners.append(owner)
+
+    threads = [threading.Thread(target=race, args=(f"w{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(winners) == 1
+    assert store.get_run("r1").lease_epoch == 1
+
+
+def test_corrupt_checkpoint_is_detected_and_never_returned(store):
+    new_run(store)
+    lease = store.acquire_lease("r1", "A", ttl=10, now=T0)
+    run = store.get_run("r1")
+    store.apply(lease, Change(run.version, State.RESEARCH, "research.1",
+                              checkpoint=Checkpoint("r1", "queued.1", 1, {}, {"tree": "abc"})))
+    body = store.checkpoint("r1", "queued.1").body()
+    flipped = body.replace('"abc"', '"abd"')
+    raw(store, "UPDATE checkpoints SET body = ? WHERE run_id = ?", (flipped, "r1"))
+    with pytest.raises(CorruptCheckpoint, match=r"queued\.1"):
+        store.checkpoint("r1", "queued.1")
+    with pytest.raises(CorruptCheckpoint):
+        store.checkpoints("r1")
+    assert store.completed_steps("r1") == ["queued.1"]
+
+
+def test_artifacts_are_content_addressed_and_verified(store):
+    new_run(store)
+    sha = store.put_artifact(b"same bytes")
+    assert sha == sha256_hex(b"same bytes") and store.put_artifact(b"same bytes") == sha
+    with store._read() as tx:
+        assert tx.one("SELECT COUNT(*) FROM blobs WHERE sha256 = ?", (sha,))[0] == 1
+    assert store.get_artifact(sha) == b"same bytes"
+    raw(store, "UPDATE blobs SET data = ? WHERE sha256 = ?", (b"other bytes", sha))
+    with pytest.raises(CorruptArtifact):
+        store.get_artifact(sha)
+
+
+def test_artifact_path_points_at_latest_content(store):
+    new_run(store)
+    lease = store.acquire_lease("r1", "A", ttl=10)
+    store.append(lease, artifacts={"spec.md": b"v1"})
+    store.append(lease, artifacts={"spec.md": b"v2"})
+    assert store.read_artifact("r1", "spec.md") == b"v2"
+    assert store.artifacts("r1") == {"spec.md": sha256_hex(b"v2")}
+
+
+def test_effect_intent_replay_conflict_and_confirm(store):
+    new_run(store)
+    lease = store.acquire_lease("r1", "A", ttl=10)
+    intent = EffectIntent("r1:publish.1:comment", "r1", "publish.1", "comment", "h1")
+    first = store.intend_effect(lease, intent)
+    assert first.status is EffectStatus.INTENDED and first.attempts == 1
+    again = store.intend_effect(lease, intent)
+    assert again.status is EffectStatus.INTENDED and again.attempts == 2
+    with pytest.raises(EffectConflict, match="refused"):
+        store.intend_effect(lease, EffectIntent(intent.key, "r1", "publish.1", "comment", "h2"))
+    confirmed = store.confirm_effect(lease, intent.key, {"id": 7})
+    assert confirmed.status is EffectStatus.CONFIRMED and confirmed.resource == {"id": 7}
+    assert store.get_effect(intent.key) == confirmed
+    assert [e.key for e in store.effects("r1")] == [intent.key]
+    types = [e.type for e in store.events("r1") if e.key == intent.key]
+    assert types == ["EFFECT_INTENDED", "EFFECT_REPLAYED", "EFFECT_CONFLICT", "EFFECT_CONFIRMED"]
+    with pytest.raises(LedgerError, match="no intent"):
+        store.confirm_effect(lease, "r1:x:unknown", {})
+
+
+def test_deliveries_are_seen_once(store):
+    assert store.record_delivery("guid-1", event="issues") is True
+    assert store.record_delivery("guid-1", event="issues") is False
+    assert store.delivery_run("guid-1") is None
+
+
+def test_signal_only_on_a_wait_without_lease(store):
+    new_run(store)
+    lease = store.acquire_lease("r1", "A", ttl=10, now=T0)
+    run = store.get_run("r1")
+    with pytest.raises(StaleWrite, match="not waiting"):
+        store.signal("r1", Change(run.version, State.IMPLEMENT, "implement.1"), now=T0)
+    # Walk to the wait through the table and release the lease on entering it.
+    for state, step in [(State.RESEARCH, "research.1"), (State.SPECIFY, "specify.1")]:
+        run = store.apply(lease, Change(run.version, state, step), now=T0)
+    run = store.apply(lease, Change(run.version, State.AWAITING_APPROVAL, "awaiting_approval.1",
+                                    release_lease=True), now=T0)
+    assert run.lease_owner is None
+    approved = store.signal(
+        "r1",
+        Change(run.version, State.IMPLEMENT, "implement.1", events=(NewEvent("SPEC_APPROVED"),)),
+        now=T0,
+    )
+    assert approved.state is State.IMPLEMENT and store.get_run("r1") == approved
+    with pytest.raises(StaleWrite):
+        store.signal("r1", Change(run.version, State.IMPLEMENT, "implement.1"), now=T0)
+
+
+def test_runs_to_wake(store):
+    for rid in ("free", "held", "expired", "backoff", "waiting", "overdue"):
+        new_run(store, rid)
+    store.acquire_lease("held", "A", ttl=100, now=T0)
+    store.acquire_lease("expired", "A", ttl=1, now=T0)
+    lease = store.acquire_lease("backoff", "A", ttl=100, now=T0)
+    store.apply(lease, Change(store.get_run("backoff").version, State.QUEUED, "queued.1",
+                              attempt=2, ready_at=T0 + 500, release_lease=True), now=T0)
+    for rid, deadline in (("waiting", T0 + 500), ("overdue", T0 + 5)):
+        lease = store.acquire_lease(rid, "A", ttl=100, now=T0)
+        run = store.get_run(rid)
+        for state in (State.RESEARCH, State.SPECIFY):
+            run = store.apply(lease, Change(run.version, state, f"{state.value}.1"), now=T0)
+        store.apply(lease, Change(run.version, State.AWAITING_APPROVAL, "awaiting_approval.1",
+                                  deadline=deadline, release_lease=True), now=T0)
+    woken = {r.id for r in store.runs_to_wake(now=T0 + 10)}
+    assert woken == {"free", "expired", "overdue"}
+
+
+def test_list_runs_newest_first_and_by_state(store):
+    for i in range(3):
+        store.create_run(NewRun(id=f"r{i}", repo="x", title="t"), now=T0 + i)
+    assert [r.id for r in store.list_runs()] == ["r2", "r1", "r0"]
+    assert [r.id for r in store.list_runs(limit=1)] == ["r2"]
+    assert store.list_runs(states=[State.DONE]) == []
+
+
+def test_migrations_are_idempotent_and_newer_schema_is_refused(store):
+    store.migrate()
+    assert store.schema_version() == 1
+    raw(store, "INSERT INTO ledger_schema (version) VALUES (99)")
+    with pytest.raises(LedgerError, match="newer than this Ratchet"):
+        store.migrate()
