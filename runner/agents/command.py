@@ -19,7 +19,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from string import Formatter
 
@@ -34,19 +33,15 @@ PLACEHOLDERS = ("prompt", "prompt_file", "output", "phase")
 EXIT_TRANSIENT = 75
 # Short enough that a lost lease stops the agent promptly.
 POLL_INTERVAL = 0.05
+# How long killed processes may take to disappear (be reaped) after SIGKILL.
+KILL_WAIT = 2.0
+# Where Linux lists processes; elsewhere group liveness falls back to killpg(pgid, 0).
+_PROC = Path("/proc")
 # How much of the log end travels as evidence.
 LOG_TAIL_BYTES = 4096
 
 # One argv element: literal text and placeholder names, in order.
 _Part = tuple[str, str | None]
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    """How the process ended: its return code, or why the runner stopped it."""
-
-    returncode: int
-    stopped: str | None  # "timeout" | "cancelled" | None
 
 
 def parse_template(template: str) -> tuple[tuple[_Part, ...], ...]:
@@ -134,42 +129,43 @@ class CommandAgent:
         started = time.monotonic()
         proc = self._start(argv, task)
         try:
-            outcome = self._wait(proc, task, cancel)
+            stopped = self._wait(proc, task, cancel)
         finally:
-            # Reaps the leader and kills anything it left behind in its group.
-            _stop_group(proc, self.kill_grace)
+            # In every path: kill what is left of the group (all of it on timeout or
+            # cancellation, leftovers after a normal exit) and reap the leader.
+            returncode = _stop_group(proc, self.kill_grace)
         duration = time.monotonic() - started
         tail = _read_tail(task.log_file)
         evidence = {
             "command": argv[0],
             "template": self.template,
-            "exit_code": outcome.returncode,
+            "exit_code": returncode,
             "duration_s": round(duration, 3),
             "log_file": str(task.log_file),
             "log_tail": tail,
         }
         log.info(
             "run %r step %r: agent ended with %r after %.1fs (%r)",
-            task.run_id, task.step, outcome.returncode, duration, outcome.stopped,
+            task.run_id, task.step, returncode, duration, stopped,
         )
-        if outcome.stopped == "cancelled":
+        if stopped == "cancelled":
             raise TransientFailure("cancelled: lease lost", evidence=evidence)
-        if outcome.stopped == "timeout":
+        if stopped == "timeout":
             raise TransientFailure(
                 f"agent timed out after {task.timeout:g}s in step {task.step!r} of run "
                 f"{task.run_id!r}; its process group was killed; the step will be retried "
                 f"(raise the timeout if it needs longer; log: {task.log_file})",
                 evidence=evidence,
             )
-        if outcome.returncode == EXIT_TRANSIENT:
+        if returncode == EXIT_TRANSIENT:
             raise TransientFailure(
                 f"agent exited {EXIT_TRANSIENT} (temporary failure) in step {task.step!r} of "
                 f"run {task.run_id!r}; the step will be retried (log: {task.log_file})",
                 evidence=evidence,
             )
-        if outcome.returncode != 0:
+        if returncode != 0:
             raise DeterministicFailure(
-                f"agent {_describe_exit(outcome.returncode)} in step {task.step!r} of run "
+                f"agent {_describe_exit(returncode)} in step {task.step!r} of run "
                 f"{task.run_id!r}; see the log tail in the evidence or {task.log_file}",
                 evidence=evidence,
             )
@@ -213,19 +209,23 @@ class CommandAgent:
 
     def _wait(
         self, proc: subprocess.Popen[bytes], task: AgentTask, cancel: threading.Event | None
-    ) -> _Outcome:
-        """Wait for the agent, stopping its group on timeout or cancellation."""
+    ) -> str | None:
+        """Wait for the agent to exit; say why it must be stopped instead, if it must.
+
+        Returns None when it exited, "timeout" or "cancelled" when the caller must stop it.
+        """
         deadline = time.monotonic() + task.timeout
         while True:
             if cancel is not None and cancel.is_set():
                 log.warning("run %r step %r: cancelled, killing agent", task.run_id, task.step)
-                return _Outcome(_stop_group(proc, self.kill_grace), "cancelled")
+                return "cancelled"
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 log.warning("run %r step %r: agent timed out", task.run_id, task.step)
-                return _Outcome(_stop_group(proc, self.kill_grace), "timeout")
+                return "timeout"
             try:
-                return _Outcome(proc.wait(timeout=min(POLL_INTERVAL, remaining)), None)
+                proc.wait(timeout=min(POLL_INTERVAL, remaining))
+                return None
             except subprocess.TimeoutExpired:
                 continue
 
@@ -233,22 +233,37 @@ class CommandAgent:
 def _stop_group(proc: subprocess.Popen[bytes], grace: float) -> int:
     """SIGTERM the process group, SIGKILL it after ``grace`` seconds; reap the leader.
 
-    The leader's pid is the group id (``start_new_session``); the kernel does not reuse it
-    while any member of the group lives, so signalling it after the leader exited is safe.
+    Returns once the group is gone (or ``KILL_WAIT`` after the SIGKILL, for a process stuck
+    in the kernel). The leader's pid is the group id (``start_new_session``); the kernel does
+    not reuse it while any member of the group lives, so signalling it after the leader
+    exited is safe.
     """
     pgid = proc.pid
     if _group_alive(proc, pgid):
         _signal_group(pgid, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and _group_alive(proc, pgid):
-            time.sleep(POLL_INTERVAL)
-        if _group_alive(proc, pgid):
+        if not _wait_group(proc, pgid, grace):
             _signal_group(pgid, signal.SIGKILL)
+            if not _wait_group(proc, pgid, KILL_WAIT):
+                log.warning("process group %r survived SIGKILL for %rs", pgid, KILL_WAIT)
     return proc.wait()
 
 
+def _wait_group(proc: subprocess.Popen[bytes], pgid: int, seconds: float) -> bool:
+    """Wait up to ``seconds`` for the group to be gone; say whether it is."""
+    deadline = time.monotonic() + seconds
+    while _group_alive(proc, pgid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL_INTERVAL)
+    return True
+
+
 def _group_alive(proc: subprocess.Popen[bytes], pgid: int) -> bool:
-    """Whether any process of the group still exists (reaping the leader if it exited)."""
+    """Whether a process of the group still runs; reaps the leader if it exited.
+
+    Zombies do not count: an orphan's zombie waits for init to reap it, which some container
+    inits do late, and a zombie runs nothing.
+    """
     proc.poll()
     try:
         os.killpg(pgid, 0)
@@ -256,7 +271,20 @@ def _group_alive(proc: subprocess.Popen[bytes], pgid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _PROC.is_dir() or _has_running_member(pgid)
+
+
+def _has_running_member(pgid: int) -> bool:
+    """Scan ``/proc`` (Linux) for a non-zombie process in group ``pgid``."""
+    for stat in _PROC.glob("[0-9]*/stat"):
+        try:
+            # After the "(comm)" field: state, ppid, pgrp, ...
+            state, _ppid, pgrp = stat.read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue  # the process ended while we looked
+        if state not in {"Z", "X"} and int(pgrp) == pgid:
+            return True
+    return False
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
