@@ -10,6 +10,7 @@ import sys
 import textwrap
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,7 @@ def make_task(tmp_path: Path, *, phase: str = "research", timeout: float = 30.0)
     worktree.mkdir(exist_ok=True)
     (run_dir / "prompts").mkdir(parents=True, exist_ok=True)
     (run_dir / "research").mkdir(exist_ok=True)
-    prompt = "Analyse it's \"quoted\" $(touch pwned) `touch pwned2` ; touch pwned3"
+    prompt = "Analyse it's \"quoted\" $(touch pwned) `touch pwned2` ; touch pwned3 {output}"
     prompt_file = run_dir / "prompts" / "research.1.md"
     prompt_file.write_text(prompt)
     return AgentTask(
@@ -283,11 +284,18 @@ def test_missing_executable_is_deterministic(tmp_path: Path) -> None:
     assert repr(template) in str(info.value)
 
 
+def test_prompt_too_long_for_argv_points_at_prompt_file(tmp_path: Path) -> None:
+    task = replace(make_task(tmp_path), prompt="x" * 200_000)
+
+    with pytest.raises(DeterministicFailure, match=r"use \{prompt_file\} instead"):
+        CommandAgent(f"{PYTHON} -c pass {{prompt}}").run(task)
+
+
 @pytest.mark.parametrize(
     ("template", "message"),
     [
         ("claude -p {promt}", r"unknown placeholder \{promt\}; allowed: \{prompt\}"),
-        ("claude -p {prompt!r}", r"unknown placeholder \{prompt!r\}"),
+        ("claude -p {prompt!r}", r"unsupported placeholder \{prompt!r\}"),
         ("claude -p {}", r"unknown placeholder \{\}"),
         ("claude -p {prompt", "literal braces"),
         ("claude -p 'unterminated", "cannot be split"),

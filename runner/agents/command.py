@@ -73,8 +73,9 @@ def parse_template(template: str) -> tuple[tuple[_Part, ...], ...]:
             if name is not None and (name not in PLACEHOLDERS or spec or conversion):
                 field = "{" + name + (f"!{conversion}" if conversion else "")
                 field += (f":{spec}" if spec else "") + "}"
+                kind = "unsupported" if name in PLACEHOLDERS else "unknown"
                 raise ValueError(
-                    f"agent command template {template!r} uses unknown placeholder {field}; "
+                    f"agent command template {template!r} uses {kind} placeholder {field}; "
                     f"allowed: {allowed} (write literal braces as '{{{{' and '}}}}')"
                 )
             parts.append((literal, name))
