@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from runner.canonical import canonical_json, sha256_hex
+from runner.canonical import canonical_json, digest, sha256_hex
 from runner.errors import CorruptCheckpoint
 from runner.workflow import State
 
@@ -172,7 +172,11 @@ class EffectIntent:
     run_id: str
     step: str
     kind: str  # comment | push | pull_request | check_run
-    payload_hash: str
+    payload: Mapping[str, Any]  # host-independent: what to do, kept so resume can reconcile
+
+    @property
+    def payload_hash(self) -> str:
+        return digest(dict(self.payload))
 
 
 @dataclass(frozen=True)
@@ -182,6 +186,7 @@ class Effect:
     step: str
     kind: str
     payload_hash: str
+    payload: dict[str, Any]
     status: EffectStatus
     resource: dict[str, Any] | None
     attempts: int

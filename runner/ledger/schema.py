@@ -68,6 +68,7 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
             step TEXT NOT NULL,
             kind TEXT NOT NULL,
             payload_hash TEXT NOT NULL,
+            payload TEXT NOT NULL,
             status TEXT NOT NULL,
             resource TEXT,
             attempts {bigint} NOT NULL,

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from runner.canonical import sha256_hex
+from runner.canonical import canonical_json, sha256_hex
 from runner.errors import (
     CorruptArtifact,
     CorruptCheckpoint,
@@ -50,7 +50,8 @@ RUN_COLUMNS = (
 )
 EVENT_COLUMNS = "run_id, seq, type, at, step, attempt, lease_epoch, revision, key, data"
 EFFECT_COLUMNS = (
-    "key, run_id, step, kind, payload_hash, status, resource, attempts, created_at, updated_at"
+    "key, run_id, step, kind, payload_hash, payload, status, resource, attempts, created_at,"
+    " updated_at"
 )
 _RUNNABLE = tuple(s.value for s in State if is_runnable(s))
 _WAITS = tuple(s.value for s in WAITS)
@@ -435,10 +436,10 @@ class SqlStore:
             row = tx.one(f"SELECT {EFFECT_COLUMNS} FROM effects WHERE key = ?", (intent.key,))
             if row is None:
                 tx.run(
-                    f"INSERT INTO effects ({EFFECT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, NULL, 1,"
+                    f"INSERT INTO effects ({EFFECT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, 1,"
                     " ?, ?)",
                     (intent.key, intent.run_id, intent.step, intent.kind, intent.payload_hash,
-                     EffectStatus.INTENDED.value, at, at),
+                     canonical_json(dict(intent.payload)), EffectStatus.INTENDED.value, at, at),
                 )
                 event = NewEvent("EFFECT_INTENDED", step=intent.step, key=intent.key,
                                  data={"kind": intent.kind, "payload": intent.payload_hash})
@@ -647,9 +648,11 @@ def _run_from_row(row: tuple[Any, ...]) -> Run:
 
 
 def _effect_from_row(row: tuple[Any, ...]) -> Effect:
-    key, run_id, step, kind, payload_hash, status, resource, attempts, created, updated = row
+    (key, run_id, step, kind, payload_hash, payload, status, resource, attempts, created,
+     updated) = row
     return Effect(
         key=key, run_id=run_id, step=step, kind=kind, payload_hash=payload_hash,
+        payload=json.loads(payload),
         status=EffectStatus(status), resource=json.loads(resource) if resource else None,
         attempts=attempts, created_at=created, updated_at=updated,
     )

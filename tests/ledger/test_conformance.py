@@ -145,7 +145,7 @@ def test_stale_version_and_stale_epoch_are_refused(store):
     with pytest.raises(StaleWrite):
         store.append(a, events=[NewEvent("ZOMBIE")])
     with pytest.raises(StaleWrite):
-        store.intend_effect(a, EffectIntent("r1:x:c", "r1", "x", "comment", "h"))
+        store.intend_effect(a, EffectIntent("r1:x:c", "r1", "x", "comment", {"body": "hi"}))
     assert store.events("r1") == before
     assert store.effects("r1") == []
     assert store.get_run("r1").state is State.QUEUED
@@ -250,13 +250,16 @@ def test_artifact_path_points_at_latest_content(store):
 def test_effect_intent_replay_conflict_and_confirm(store):
     new_run(store)
     lease = store.acquire_lease("r1", "A", ttl=10)
-    intent = EffectIntent("r1:publish.1:comment", "r1", "publish.1", "comment", "h1")
+    intent = EffectIntent("r1:publish.1:comment", "r1", "publish.1", "comment", {"body": "a"})
     first = store.intend_effect(lease, intent)
     assert first.status is EffectStatus.INTENDED and first.attempts == 1
+    assert first.payload == {"body": "a"} and first.payload_hash == intent.payload_hash
     again = store.intend_effect(lease, intent)
     assert again.status is EffectStatus.INTENDED and again.attempts == 2
     with pytest.raises(EffectConflict, match="refused"):
-        store.intend_effect(lease, EffectIntent(intent.key, "r1", "publish.1", "comment", "h2"))
+        store.intend_effect(
+            lease, EffectIntent(intent.key, "r1", "publish.1", "comment", {"body": "b"})
+        )
     confirmed = store.confirm_effect(lease, intent.key, {"id": 7})
     assert confirmed.status is EffectStatus.CONFIRMED and confirmed.resource == {"id": 7}
     assert store.get_effect(intent.key) == confirmed
