@@ -14,6 +14,7 @@ GIT_ENV = {
     "GIT_COMMITTER_NAME": "Test Committer",
     "GIT_COMMITTER_EMAIL": "committer@example.invalid",
     "GIT_COMMITTER_DATE": "1700000000 +0000",
+    "GIT_CONFIG_GLOBAL": "/dev/null",  # no user settings: test repositories are the same everywhere
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_OPTIONAL_LOCKS": "0",
@@ -21,12 +22,17 @@ GIT_ENV = {
 }
 
 
+def _inherited_env() -> dict[str, str]:
+    """The process environment minus GIT_* (GIT_DIR, GIT_INDEX_FILE, ... would redirect git)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+
+
 def git(cwd: Path | str, *args: str, input: bytes | None = None) -> str:
     """Run git in ``cwd`` with the fixed test environment and return its stdout as text."""
     result = subprocess.run(
         ["git", "-c", "core.quotePath=off", "-c", "commit.gpgSign=false", *args],
         cwd=cwd,
-        env={**os.environ, **GIT_ENV},
+        env={**_inherited_env(), **GIT_ENV},
         input=input,
         capture_output=True,
         check=False,
