@@ -367,3 +367,66 @@ def test_git_failures_name_the_command_and_folder(tmp_path: Path) -> None:
 
     assert "git clone" in str(caught.value) and str(missing) in str(caught.value)
     assert not list((tmp_path / "work" / "mirrors").glob("*.git"))
+
+
+HOSTILE_CONFIG = """\
+[diff]
+\tnoprefix = true
+\trenames = copies
+\tcontext = 0
+[color]
+\tui = always
+[core]
+\tautocrlf = true
+\tquotePath = true
+\texcludesFile = {excludes}
+[apply]
+\twhitespace = fix
+[commit]
+\tgpgSign = true
+"""
+
+
+def test_user_git_config_cannot_change_hashes_or_patches(
+    tmp_path: Path, source: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clean = Workspaces(tmp_path / "clean")
+    base = clean.resolve(str(source))
+    (tmp_path / "excludes").write_text("*.md\n*.bin\n")
+    (tmp_path / "hostile.gitconfig").write_text(
+        HOSTILE_CONFIG.format(excludes=tmp_path / "excludes")
+    )
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "hostile.gitconfig"))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(tmp_path / "stray-index"))
+    hostile = Workspaces(tmp_path / "hostile")
+
+    snaps = []
+    for spaces in (clean, hostile):
+        worktree = spaces.checkout("run-1", 1, str(source), base)
+        edit_everything(worktree)
+        write_files(worktree, {"crlf.txt": b"a\r\nb  \r\n", "ünïcode.md": "x\n"})
+        snaps.append(spaces.snapshot(worktree, base))
+        commit = spaces.commit(worktree, tree=snaps[-1].tree, parent=base, message="m", when=WHEN)
+    assert snaps[0] == snaps[1]
+    assert commit == clean.commit(worktree, tree=snaps[0].tree, parent=base, message="m", when=WHEN)
+
+    fresh = hostile.checkout("run-1", 2, str(source), base)
+    hostile.restore(fresh, base, snaps[0].patch, snaps[0].tree)
+    assert (fresh / "crlf.txt").read_bytes() == b"a\r\nb  \r\n"
+    assert hostile.changed_files(fresh, base)[-1] == "ünïcode.md"
+    assert not (tmp_path / "stray-index").exists()
+
+
+def test_checkout_recovers_from_a_half_built_worktree(tmp_path: Path, source: Path) -> None:
+    spaces = Workspaces(tmp_path / "work")
+    base = spaces.resolve(str(source))
+    mirror = next((tmp_path / "work" / "mirrors").glob("*.git"))
+    leftover = tmp_path / "work" / "runs" / "run-1" / "1.partial"
+    git(mirror, "worktree", "add", "--quiet", "--detach", str(leftover), base)
+    (leftover / "README.md").unlink()  # as if the process died mid-checkout
+
+    worktree = spaces.checkout("run-1", 1, str(source), base)
+
+    assert not leftover.exists()
+    assert files_of(worktree) == files_of(source)
+    assert str(leftover) not in git(mirror, "worktree", "list", "--porcelain")
