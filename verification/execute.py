@@ -1,0 +1,348 @@
+"""Run a plan's checks: in parallel, each in its own process group, each with a timeout.
+
+Every check runs as `/bin/sh -c <command>` with its workspace folder as cwd and its output
+(stdout and stderr together) captured by a `LogCapture`. A workspace's setup commands run once,
+before its checks; when setup fails, its checks are reported as `error` without running. A
+check past its timeout has its whole process group sent SIGTERM, then SIGKILL, so children it
+spawned die with it. Results reach the caller one at a time, on the caller's own thread, so the
+caller can persist each in a database connection that belongs to that thread.
+
+The environment of each check gains `RATCHET_JUNIT` (a file the check may write JUnit XML to;
+the detected pytest check does), `RATCHET_CHECK` (its key) and `RATCHET_WORKSPACE`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from verification.capture import LogCapture
+from verification.junit import JUnitError, TestSummary, parse_junit
+from verification.plan import Plan, PlannedCheck
+
+logger = logging.getLogger(__name__)
+
+Status = Literal["passed", "failed", "timed_out", "error", "skipped"]
+
+# Seconds between SIGTERM and SIGKILL when a check's process group is stopped.
+KILL_GRACE_S = 2.0
+# Seconds to wait for the output pipe to drain after the check's process group is gone.
+DRAIN_TIMEOUT_S = 2.0
+# /bin/sh's exit status for "command not found": the check could not start, not a failure.
+SHELL_NOT_FOUND = 127
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What one check did: status, exit code, duration, its log (capped) and its hash.
+
+    `log_sha256` and `log_size` describe the full raw output; `log` is the captured head and
+    tail after redaction. `reused` is True when the result comes from an earlier run of the same
+    check on the same tree, returned by the caller's `reuse` function.
+    """
+
+    key: str
+    id: str
+    workspace: str
+    kind: str
+    command: str
+    status: Status
+    exit_code: int | None
+    duration_s: float
+    log_sha256: str
+    log_size: int
+    log: str
+    junit: TestSummary | None = None
+    reused: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last `lines` lines of the captured log."""
+        return "\n".join(self.log.rstrip("\n").splitlines()[-lines:])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "id": self.id,
+            "workspace": self.workspace,
+            "kind": self.kind,
+            "command": self.command,
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "duration_s": self.duration_s,
+            "log_sha256": self.log_sha256,
+            "log_size": self.log_size,
+            "log": self.log,
+            "junit": self.junit.to_dict() if self.junit is not None else None,
+            "reused": self.reused,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CheckResult:
+        junit = data.get("junit")
+        return cls(
+            **{k: v for k, v in data.items() if k not in {"junit", "reused"}},
+            junit=TestSummary.from_dict(junit) if junit is not None else None,
+            reused=bool(data.get("reused", False)),
+        )
+
+
+def execute_plan(
+    plan: Plan,
+    root: Path,
+    *,
+    on_result: Callable[[CheckResult], None] | None = None,
+    reuse: Callable[[PlannedCheck], CheckResult | None] | None = None,
+    redact: Callable[[str], str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[CheckResult]:
+    """Run every check of `plan` under `root`; return the results in plan order.
+
+    `reuse(check)` may return an earlier result (the caller looks up a passed one for the same
+    tree hash and check); that check is not run and its result is reported with `reused=True`.
+    `on_result` is called on this thread, in completion order. `redact` is applied to log text
+    before it is stored in a result; hashes and sizes are of the raw output. `env` replaces the
+    inherited environment (default: `os.environ`).
+    """
+    runner = _Runner(root, dict(os.environ if env is None else env), redact or (lambda s: s))
+    results: dict[str, CheckResult] = {}
+
+    def report(result: CheckResult) -> None:
+        results[result.key] = result
+        if on_result is not None:
+            on_result(result)
+
+    to_run: dict[str, list[PlannedCheck]] = {}
+    for check in plan.checks:
+        earlier = reuse(check) if reuse is not None else None
+        if earlier is not None:
+            report(replace(earlier, reused=True))
+        else:
+            to_run.setdefault(check.workspace, []).append(check)
+    setups = {workspace.path: workspace.setup for workspace in plan.workspaces}
+    order = {check.key: index for index, check in enumerate(plan.checks)}
+
+    with (
+        tempfile.TemporaryDirectory(prefix="ratchet-verify-") as scratch,
+        ThreadPoolExecutor(
+            max_workers=max(1, plan.concurrency), thread_name_prefix="ratchet-check"
+        ) as pool,
+    ):
+        runner.scratch = Path(scratch)
+        futures: dict[Future[Any], tuple[str, str, list[PlannedCheck]]] = {}
+
+        def submit_checks(checks: list[PlannedCheck]) -> None:
+            for check in checks:
+                futures[pool.submit(runner.run_check, check)] = ("check", check.workspace, [check])
+
+        for workspace, checks in to_run.items():
+            setup = setups.get(workspace, ())
+            if setup:
+                timeout = max(check.timeout for check in checks)
+                future = pool.submit(runner.run_setup, workspace, setup, timeout)
+                futures[future] = ("setup", workspace, checks)
+            else:
+                submit_checks(checks)
+        try:
+            while futures:
+                done, _ = wait(futures, return_when=FIRST_COMPLETED)
+                # Several can finish together; report those in plan order.
+                for future in sorted(done, key=lambda f: order[futures[f][2][0].key]):
+                    what, workspace, checks = futures.pop(future)
+                    if what == "check":
+                        report(future.result())
+                        continue
+                    failure = future.result()
+                    if failure is None:
+                        submit_checks(checks)
+                    else:
+                        for check in checks:
+                            report(replace(failure, **_identity(check)))
+        except BaseException:
+            runner.stop_all()
+            raise
+    return [results[check.key] for check in plan.checks]
+
+
+def _identity(check: PlannedCheck) -> dict[str, str]:
+    return {
+        "key": check.key,
+        "id": check.id,
+        "workspace": check.workspace,
+        "kind": check.kind,
+        "command": check.command,
+    }
+
+
+class _Runner:
+    """Runs commands on worker threads; remembers live process groups to stop them all."""
+
+    def __init__(self, root: Path, env: dict[str, str], redact: Callable[[str], str]) -> None:
+        self.root = root
+        self.env = env
+        self.redact = redact
+        self.scratch = Path(tempfile.gettempdir())
+        self._live: set[subprocess.Popen[bytes]] = set()
+        self._lock = threading.Lock()
+
+    def run_check(self, check: PlannedCheck) -> CheckResult:
+        cwd = self.root / check.workspace
+        junit_file = self.scratch / f"{check.log_name}.junit.xml"
+        declared = cwd / check.junit if check.junit else None
+        declared_before = _mtime(declared)
+        env = {
+            **self.env,
+            "RATCHET_JUNIT": str(junit_file),
+            "RATCHET_CHECK": check.key,
+            "RATCHET_WORKSPACE": check.workspace,
+        }
+        capture = LogCapture()
+        started = time.monotonic()
+        status, exit_code = self._run(check.command, cwd, env, check.timeout, capture)
+        duration = round(time.monotonic() - started, 3)
+        junit = None
+        if declared is not None and _mtime(declared) != declared_before:
+            junit = _read_junit(declared, capture)
+        elif junit_file.exists():
+            junit = _read_junit(junit_file, capture)
+        logger.info("check %r finished: %s in %.1fs", check.key, status, duration)
+        return CheckResult(
+            **_identity(check),
+            status=status,
+            exit_code=exit_code,
+            duration_s=duration,
+            log_sha256=capture.sha256,
+            log_size=capture.size,
+            log=self.redact(capture.text()),
+            junit=junit,
+        )
+
+    def run_setup(
+        self, workspace: str, commands: tuple[str, ...], timeout: float
+    ) -> CheckResult | None:
+        """Run the setup commands in order; None when all pass, else an `error` result."""
+        capture = LogCapture()
+        started = time.monotonic()
+        for command in commands:
+            capture.write(f"$ {command}\n".encode())
+            status, exit_code = self._run(
+                command, self.root / workspace, self.env, timeout, capture
+            )
+            if status == "passed":
+                continue
+            note = f"\nratchet: setup of workspace {workspace!r} did not pass ({status}, exit "
+            note += f"{exit_code}) running {command!r}; its checks did not run. Fix the setup "
+            note += "command in .github/ratchet.yml or the workspace.\n"
+            capture.write(note.encode())
+            return CheckResult(
+                key="",
+                id="",
+                workspace=workspace,
+                kind="",
+                command="",
+                status="error",
+                exit_code=exit_code,
+                duration_s=round(time.monotonic() - started, 3),
+                log_sha256=capture.sha256,
+                log_size=capture.size,
+                log=self.redact(capture.text()),
+            )
+        return None
+
+    def stop_all(self) -> None:
+        with self._lock:
+            live = list(self._live)
+        for process in live:
+            _signal_group(process, signal.SIGKILL)
+
+    def _run(
+        self, command: str, cwd: Path, env: Mapping[str, str], timeout: float, capture: LogCapture
+    ) -> tuple[Status, int | None]:
+        try:
+            process = subprocess.Popen(
+                ["/bin/sh", "-c", command],
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            capture.write(f"ratchet: could not start {command!r} in {cwd}: {exc}\n".encode())
+            return "error", None
+        with self._lock:
+            self._live.add(process)
+        assert process.stdout is not None
+        reader = threading.Thread(target=_pump, args=(process.stdout, capture), daemon=True)
+        reader.start()
+        timed_out = False
+        try:
+            exit_code = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _signal_group(process, signal.SIGTERM)
+            try:
+                exit_code = process.wait(timeout=KILL_GRACE_S)
+            except subprocess.TimeoutExpired:
+                _signal_group(process, signal.SIGKILL)
+                exit_code = process.wait()
+        # Whatever the check left running in the background must not outlive it.
+        _signal_group(process, signal.SIGKILL)
+        reader.join(timeout=DRAIN_TIMEOUT_S)
+        process.stdout.close()
+        with self._lock:
+            self._live.discard(process)
+        if timed_out:
+            capture.write(
+                f"\nratchet: timed out after {timeout:g}s; process group killed\n".encode()
+            )
+            return "timed_out", exit_code
+        if exit_code == 0:
+            return "passed", 0
+        if exit_code == SHELL_NOT_FOUND:
+            capture.write(b"\nratchet: the command was not found (exit 127); is it installed?\n")
+            return "error", exit_code
+        return "failed", exit_code
+
+
+def _pump(stream: IO[bytes], capture: LogCapture) -> None:
+    try:
+        while chunk := stream.read1(65536):  # type: ignore[attr-defined]
+            capture.write(chunk)
+    except (OSError, ValueError):
+        pass  # the pipe was closed after the process group was killed
+
+
+def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is already gone
+        os.killpg(process.pid, sig)
+
+
+def _mtime(path: Path | None) -> int | None:
+    try:
+        return path.stat().st_mtime_ns if path is not None else None
+    except OSError:
+        return None
+
+
+def _read_junit(path: Path, capture: LogCapture) -> TestSummary | None:
+    try:
+        return parse_junit(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, JUnitError) as exc:
+        capture.write(f"\nratchet: ignoring JUnit report {path.name}: {exc}\n".encode())
+        return None
