@@ -84,7 +84,7 @@ class GitCommandFailed(WorkspaceError):
     def __init__(
         self, args: Sequence[str], cwd: Path, returncode: int, stdout: bytes, stderr: bytes
     ) -> None:
-        self.args_run = tuple(args)
+        self.command = ("git", *args)
         self.cwd = cwd
         self.returncode = returncode
         self.stdout = stdout
@@ -202,6 +202,7 @@ def _git_date(when: datetime) -> str:
 
 
 def _check_run_id(run_id: str) -> str:
+    """Refuse run ids that would escape ``runs/`` or name no folder."""
     if not run_id or run_id in {".", ".."} or "/" in run_id or "\0" in run_id:
         raise WorkspaceError(
             f"run id {run_id!r} cannot name a folder; use the ledger's run id (no '/')"
