@@ -1,0 +1,158 @@
+"""Plan building on repositories the tests create: selection, detection, canonical hashing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from verify_helpers import Files, write
+
+from verification.config import VerifyConfig, WorkspaceConfig, parse_repository_config
+from verification.plan import Plan, PlannedCheck, build_plan
+from verification.tree import DirectoryTree, GitTree
+
+CONFIG = VerifyConfig(concurrency=4)
+
+
+def planned(plan: Plan) -> set[str]:
+    return {check.key for check in plan.checks}
+
+
+def test_change_inside_one_workspace_plans_only_it(monorepo: Path) -> None:
+    plan = build_plan(["services/api/app_api.py"], GitTree(monorepo), CONFIG)
+    assert planned(plan) == {"services/api:pytest"}
+    assert [w.path for w in plan.workspaces] == ["services/api"]
+
+
+def test_node_workspace_plans_its_scripts(monorepo: Path) -> None:
+    plan = build_plan(["web/sum.js"], GitTree(monorepo), CONFIG)
+    assert [(c.key, c.command) for c in plan.checks] == [("web:node-test", "npm run test")]
+
+
+def test_ci_workflow_change_plans_every_workspace(monorepo: Path) -> None:
+    plan = build_plan([".github/workflows/ci.yml"], GitTree(monorepo), CONFIG)
+    assert planned(plan) == {
+        "services/api:pytest",
+        "services/worker:pytest",
+        "services/worker/plugins/extra:pytest",
+        "web:node-test",
+    }
+
+
+def test_root_lockfile_and_ratchet_config_plan_every_workspace(monorepo: Path) -> None:
+    everything = build_plan([".github/workflows/ci.yml"], GitTree(monorepo), CONFIG)
+    for path in ["package-lock.json", ".python-version", ".github/ratchet.yml"]:
+        assert build_plan([path], GitTree(monorepo), CONFIG) == everything, path
+
+
+def test_documentation_change_plans_nothing(monorepo: Path) -> None:
+    plan = build_plan(["README.md", "services/api/README.md", "LICENSE"], GitTree(monorepo), CONFIG)
+    assert plan.is_empty
+    assert plan.workspaces == ()
+
+
+def test_same_inputs_give_the_same_hash(monorepo: Path) -> None:
+    changed = ["services/worker/app_worker.py", "web/sum.js"]
+    first = build_plan(changed, GitTree(monorepo), CONFIG)
+    second = build_plan(list(reversed(changed)), DirectoryTree(monorepo), CONFIG)
+    assert first.to_json() == second.to_json()
+    assert first.sha256 == second.sha256
+    assert Plan.from_json(first.to_json()) == first
+    other = build_plan(["web/sum.js"], GitTree(monorepo), CONFIG)
+    assert other.sha256 != first.sha256
+
+
+def test_nested_workspace_resolves_to_the_nearest_manifest(monorepo: Path) -> None:
+    nested = build_plan(["services/worker/plugins/extra/app_extra.py"], GitTree(monorepo), CONFIG)
+    assert planned(nested) == {"services/worker/plugins/extra:pytest"}
+    outer = build_plan(["services/worker/app_worker.py"], GitTree(monorepo), CONFIG)
+    assert planned(outer) == {"services/worker:pytest"}
+
+
+def test_untracked_new_file_counts_in_git_tree(monorepo: Path) -> None:
+    write(monorepo, {"tools/pyproject.toml": '[project]\nname = "tools"\n'})
+    write(monorepo, {"tools/test_tools.py": "def test_x():\n    pass\n"})
+    write(monorepo, {".gitignore": "ignored/\n", "ignored/pyproject.toml": "[project]\n"})
+    plan = build_plan([".github/workflows/ci.yml"], GitTree(monorepo), CONFIG)
+    assert "tools:pytest" in planned(plan)
+    assert not any(check.workspace == "ignored" for check in plan.checks)
+
+
+def test_configured_workspace_uses_its_checks_and_others_keep_detection(monorepo: Path) -> None:
+    config = VerifyConfig(
+        timeout=60,
+        workspaces=[
+            WorkspaceConfig.model_validate(
+                {
+                    "path": "./services/api/",
+                    "setup": ["echo setup"],
+                    "checks": [{"id": "unit", "kind": "test", "run": "pytest -x", "timeout": 5}],
+                }
+            )
+        ],
+    )
+    plan = build_plan([".github/workflows/ci.yml"], GitTree(monorepo), config)
+    api = [c for c in plan.checks if c.workspace == "services/api"]
+    assert api == [PlannedCheck("unit", "services/api", "test", "pytest -x", 5.0, None)]
+    assert api[0].key == "services/api:unit"
+    assert api[0].log_name == "services-api-unit"
+    assert [w.setup for w in plan.workspaces if w.path == "services/api"] == [("echo setup",)]
+    worker = next(c for c in plan.checks if c.workspace == "services/worker")
+    assert worker.timeout == 60.0
+
+
+def test_root_checks_from_config_make_the_root_a_workspace(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    root = make_repo({"src/main.c": "int main(void) { return 0; }\n"})
+    text = "verify:\n  checks:\n    - {id: build, kind: build, run: make}\n"
+    config = parse_repository_config(text)
+    plan = build_plan(["src/main.c"], GitTree(root), config.verify)
+    assert [(c.key, c.workspace, c.command, c.timeout) for c in plan.checks] == [
+        ("build", ".", "make", 900.0)
+    ]
+
+
+def test_python_tools_detected_only_where_configured_or_depended_on(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    root = make_repo(
+        {
+            "a/pyproject.toml": '[project]\nname = "a"\n[tool.ruff]\nline-length = 100\n',
+            "a/a.py": "",
+            "b/pyproject.toml": '[project]\nname = "b"\ndependencies = ["mypy>=1"]\n',
+            "b/b.py": "",
+            "c/setup.py": "",
+            "c/c.py": "",
+        }
+    )
+    plan = build_plan(["a/a.py", "b/b.py", "c/c.py"], GitTree(root), CONFIG)
+    assert planned(plan) == {"a:ruff", "b:mypy"}
+
+
+def test_go_rust_and_node_package_managers(make_repo: Callable[[Files], Path]) -> None:
+    scripts = '{"scripts": {"lint": "eslint .", "build": "tsc", "test": "vitest"}}'
+    root = make_repo(
+        {
+            "svc/go.mod": "module svc\n",
+            "svc/main.go": "package main\n",
+            "rs/Cargo.toml": '[workspace]\nmembers = ["crates/*"]\n',
+            "rs/crates/core/Cargo.toml": '[package]\nname = "core"\n',
+            "rs/crates/core/src/lib.rs": "",
+            "ui/package.json": scripts,
+            "ui/pnpm-lock.yaml": "",
+            "ui/index.ts": "",
+        }
+    )
+    plan = build_plan(
+        ["svc/main.go", "rs/crates/core/src/lib.rs", "ui/index.ts"], GitTree(root), CONFIG
+    )
+    assert [(c.key, c.command) for c in plan.checks] == [
+        ("rs:cargo-check", "cargo check --workspace --all-targets"),
+        ("rs:cargo-test", "cargo test --workspace"),
+        ("svc:go-vet", "go vet ./..."),
+        ("svc:go-test", "go test ./..."),
+        ("ui:node-lint", "pnpm run lint"),
+        ("ui:node-test", "pnpm run test"),
+        ("ui:node-build", "pnpm run build"),
+    ]
