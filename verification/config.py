@@ -184,8 +184,10 @@ def _map_lines(
 def _config_error(
     exc: ValidationError, lines: dict[tuple[Any, ...], int], path: str
 ) -> ConfigError:
-    # Report the first error; fixing one at a time keeps the message precise.
-    error = exc.errors()[0]
+    # Report one error, keeping the message precise. An unknown key first: it is usually a
+    # misspelled field, which also makes that field look missing.
+    errors = exc.errors()
+    error = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = tuple(error["loc"])
     line = None
     for end in range(len(loc), 0, -1):

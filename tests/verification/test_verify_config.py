@@ -1,0 +1,114 @@
+"""`.github/ratchet.yml` parsing: defaults, and errors naming file, line and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from verification.config import (
+    ConfigError,
+    RepositoryConfig,
+    load_repository_config,
+    parse_repository_config,
+)
+
+
+def write_config(root: Path, text: str) -> None:
+    (root / ".github").mkdir(parents=True, exist_ok=True)
+    (root / ".github" / "ratchet.yml").write_text(text)
+
+
+def error_for(text: str) -> ConfigError:
+    with pytest.raises(ConfigError) as caught:
+        parse_repository_config(text)
+    return caught.value
+
+
+def test_missing_and_empty_files_give_defaults(tmp_path: Path) -> None:
+    assert load_repository_config(tmp_path) == RepositoryConfig()
+    write_config(tmp_path, "")
+    config = load_repository_config(tmp_path)
+    assert config == RepositoryConfig()
+    assert config.verify.timeout == 900
+    assert config.verify.concurrency is None
+    assert config.repair.max_attempts == 3
+
+
+def test_full_file_parses(tmp_path: Path) -> None:
+    write_config(
+        tmp_path,
+        """\
+verify:
+  concurrency: 3
+  timeout: 120
+  checks:
+    - id: lint
+      kind: lint
+      run: ruff check .
+  workspaces:
+    - path: packages/api
+      setup: [pip install -e .]
+      checks:
+        - {id: unit, kind: test, run: pytest, timeout: 30, junit: report.xml}
+repair:
+  max_attempts: 0
+""",
+    )
+    config = load_repository_config(tmp_path)
+    assert config.verify.concurrency == 3
+    assert config.verify.checks[0].run == "ruff check ."
+    workspace = config.verify.workspaces[0]
+    assert (workspace.path, workspace.setup) == ("packages/api", ["pip install -e ."])
+    assert workspace.checks[0].junit == "report.xml"
+    assert config.repair.max_attempts == 0
+
+
+def test_wrong_type_names_file_line_and_field() -> None:
+    text = "verify:\n  timeout: 10\n  checks:\n    - id: unit\n      run: pytest\n"
+    text += "      timeout: soon\n"
+    error = error_for(text)
+    assert (error.path, error.line) == (".github/ratchet.yml", 6)
+    assert error.field == "verify.checks[0].timeout"
+    assert str(error).startswith(".github/ratchet.yml:6: verify.checks[0].timeout: Input should be")
+
+
+def test_unknown_top_level_key_is_an_error() -> None:
+    error = error_for("verify: {}\nverfy: {}\n")
+    assert (error.line, error.field) == (2, "verfy")
+    assert "unknown key" in str(error)
+
+
+def test_unknown_check_key_and_missing_run() -> None:
+    error = error_for("verify:\n  checks:\n    - id: a\n      command: make\n")
+    assert (error.line, error.field) == (4, "verify.checks[0].command")
+    error = error_for("verify:\n  workspaces:\n    - path: x\n      checks:\n        - id: a\n")
+    assert (error.line, error.field) == (5, "verify.workspaces[0].checks[0].run")
+
+
+def test_yaml_syntax_error_gives_the_line() -> None:
+    error = error_for("verify:\n  checks:\n    - id: a\n     run: x\n")
+    assert error.line == 4
+    assert error.field == ""
+    assert "invalid YAML" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field"),
+    [
+        ("repair:\n  max_attempts: -1\n", 2, "repair.max_attempts"),
+        ("verify:\n  concurrency: 0\n", 2, "verify.concurrency"),
+        ("verify:\n  workspaces:\n    - path: ../outside\n", 3, "verify.workspaces[0].path"),
+        ("verify:\n  timeout: 1\n  timeout: 2\n", 3, "verify.timeout"),
+        ("- just a list\n", 1, ""),
+    ],
+)
+def test_invalid_values_are_located(text: str, line: int, field: str) -> None:
+    error = error_for(text)
+    assert (error.line, error.field) == (line, field)
+
+
+def test_duplicate_check_ids_are_refused() -> None:
+    error = error_for("verify:\n  checks:\n    - {id: a, run: x}\n    - {id: a, run: y}\n")
+    assert error.field == "verify"
+    assert "used twice" in str(error)
