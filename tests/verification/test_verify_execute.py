@@ -1,0 +1,195 @@
+"""Execution with real processes: parallelism, timeouts, setup, reuse, log capture."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from verify_helpers import Files, python_workspace
+
+from verification.config import VerifyConfig
+from verification.evidence import build_bundle
+from verification.execute import CheckResult, execute_plan
+from verification.plan import Plan, PlannedCheck, PlannedWorkspace, build_plan
+from verification.tree import GitTree
+
+
+def check(key_id: str, command: str, *, workspace: str = ".", timeout: float = 30) -> PlannedCheck:
+    return PlannedCheck(key_id, workspace, "custom", command, timeout, None)
+
+
+def plan_of(*checks: PlannedCheck, setups: dict[str, tuple[str, ...]] | None = None) -> Plan:
+    setups = setups or {}
+    folders = sorted({c.workspace for c in checks})
+    workspaces = tuple(PlannedWorkspace(f, setups.get(f, ())) for f in folders)
+    return Plan(workspaces, checks, concurrency=4)
+
+
+def process_gone(pid: int, within: float = 3.0) -> bool:
+    """True once `pid` no longer runs (absent, or a zombie awaiting its reaper)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in {"Z", "X"}:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_two_three_second_checks_in_two_workspaces_run_in_parallel(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    plan = plan_of(check("slow", "sleep 3", workspace="a"), check("slow", "sleep 3", workspace="b"))
+    started = time.monotonic()
+    results = execute_plan(plan, tmp_path)
+    elapsed = time.monotonic() - started
+    assert [r.status for r in results] == ["passed", "passed"]
+    assert all(r.duration_s >= 3 for r in results)
+    assert elapsed < 4.5, f"two 3 s checks took {elapsed:.1f}s; they did not run in parallel"
+
+
+def test_failing_test_gives_failed_result_and_annotation_at_its_line(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    root = make_repo(python_workspace("pkg", "pkg", failing=True))
+    plan = build_plan(["pkg/app_pkg.py"], GitTree(root), VerifyConfig(concurrency=2))
+    [result] = execute_plan(plan, root)
+    assert (result.key, result.status, result.exit_code) == ("pkg:pytest", "failed", 1)
+    assert result.junit is not None
+    assert (result.junit.tests, result.junit.failures) == (1, 1)
+    assert result.junit.failed[0].line == 5
+    annotations = build_bundle(plan, [result]).annotations()
+    assert ("pkg/tests/test_pkg.py", 5, "failure") in {
+        (a.path, a.start_line, a.level) for a in annotations
+    }
+    assert not (root / "pkg" / ".pytest_cache").exists()
+
+
+def test_hanging_check_is_killed_with_its_child_at_the_timeout(tmp_path: Path) -> None:
+    plan = plan_of(check("hang", "sleep 60 & echo $! > child.pid; wait", timeout=1))
+    started = time.monotonic()
+    [result] = execute_plan(plan, tmp_path)
+    assert result.status == "timed_out"
+    assert time.monotonic() - started < 4
+    assert "timed out after 1s" in result.log
+    assert process_gone(int((tmp_path / "child.pid").read_text()))
+
+
+def test_check_ignoring_sigterm_is_killed_after_the_grace(tmp_path: Path) -> None:
+    command = "trap '' TERM; sleep 60 & echo $! > child.pid; wait"
+    [result] = execute_plan(plan_of(check("stubborn", command, timeout=0.5)), tmp_path)
+    assert result.status == "timed_out"
+    assert result.duration_s < 5
+    assert process_gone(int((tmp_path / "child.pid").read_text()))
+
+
+def test_statuses_for_pass_fail_missing_command_and_missing_folder(tmp_path: Path) -> None:
+    plan = plan_of(
+        check("ok", "echo fine"),
+        check("bad", "echo broken; exit 3"),
+        check("missing", "no-such-tool-ratchet --version"),
+        check("nowhere", "true", workspace="absent"),
+    )
+    by_id = {r.id: r for r in execute_plan(plan, tmp_path)}
+    assert (by_id["ok"].status, by_id["ok"].exit_code, by_id["ok"].log) == ("passed", 0, "fine\n")
+    assert (by_id["bad"].status, by_id["bad"].exit_code) == ("failed", 3)
+    assert by_id["missing"].status == "error"
+    assert "is it installed" in by_id["missing"].log
+    assert (by_id["nowhere"].status, by_id["nowhere"].exit_code) == ("error", None)
+    assert "could not start" in by_id["nowhere"].log
+
+
+def test_setup_runs_once_per_workspace_before_its_checks(tmp_path: Path) -> None:
+    (tmp_path / "w").mkdir()
+    (tmp_path / "broken").mkdir()
+    plan = plan_of(
+        check("one", "cat ready", workspace="w"),
+        check("two", "cat ready", workspace="w"),
+        check("three", "true", workspace="broken"),
+        setups={"w": ("echo run >> setup.count", "echo ok > ready"), "broken": ("exit 4",)},
+    )
+    results = execute_plan(plan, tmp_path)
+    assert [r.status for r in results] == ["passed", "passed", "error"]
+    assert (tmp_path / "w" / "setup.count").read_text() == "run\n"
+    broken = results[2]
+    assert (broken.key, broken.exit_code) == ("broken:three", 4)
+    assert "setup of workspace 'broken' did not pass" in broken.log
+
+
+def test_results_reported_on_the_caller_thread_in_completion_order(tmp_path: Path) -> None:
+    plan = plan_of(check("slow", "sleep 1"), check("fast", "true"))
+    seen: list[tuple[str, str]] = []
+    caller = threading.current_thread().name
+
+    def on_result(result: CheckResult) -> None:
+        seen.append((result.id, threading.current_thread().name))
+
+    results = execute_plan(plan, tmp_path, on_result=on_result)
+    assert seen == [("fast", caller), ("slow", caller)]
+    assert [r.id for r in results] == ["slow", "fast"]
+
+
+def test_reused_result_skips_the_check(tmp_path: Path) -> None:
+    plan = plan_of(check("cached", "touch ran-cached"), check("fresh", "touch ran-fresh"))
+    [first, _] = execute_plan(plan, tmp_path)
+    (tmp_path / "ran-cached").unlink()
+
+    def reuse(planned: PlannedCheck) -> CheckResult | None:
+        return first if planned.key == first.key else None
+
+    cached, fresh = execute_plan(plan, tmp_path, reuse=reuse)
+    assert not (tmp_path / "ran-cached").exists()
+    assert (cached.reused, cached.status, cached.log_sha256) == (True, "passed", first.log_sha256)
+    assert (fresh.reused, fresh.status) == (False, "passed")
+    assert CheckResult.from_dict(cached.to_dict()) == cached
+
+
+def test_large_output_is_capped_head_and_tail_and_hashed_in_full(tmp_path: Path) -> None:
+    # 10 MB of numbered lines, generated by the check itself.
+    script = tmp_path / "emit.py"
+    script.write_text(
+        "import sys\nfor i in range(1_000_000):\n    sys.stdout.write(f'line {i:09d}\\n')\n"
+    )
+    expected = "".join(f"line {i:09d}\n" for i in range(1_000_000)).encode()
+    [result] = execute_plan(plan_of(check("loud", f"python {script}")), tmp_path)
+    assert result.status == "passed"
+    assert result.log_size == len(expected)
+    assert result.log_sha256 == hashlib.sha256(expected).hexdigest()
+    assert len(result.log.encode()) < 300_000
+    assert result.log.startswith("line 000000000\n")
+    assert result.log.endswith("line 000999999\n")
+    assert "bytes omitted ..." in result.log
+    assert result.log_tail(2) == "line 000999998\nline 000999999"
+
+
+def test_redact_applies_to_the_log_and_env_replaces_the_environment(tmp_path: Path) -> None:
+    env = {"PATH": os.environ["PATH"], "TOKEN": "s3cret"}
+    [result] = execute_plan(
+        plan_of(check("leak", 'echo "token=$TOKEN home=${HOME:-unset}"')),
+        tmp_path,
+        env=env,
+        redact=lambda text: text.replace("s3cret", "***"),
+    )
+    assert result.log == "token=*** home=unset\n"
+    assert result.log_sha256 == hashlib.sha256(b"token=s3cret home=unset\n").hexdigest()
+
+
+def test_declared_junit_report_is_read(tmp_path: Path) -> None:
+    xml = (
+        '<testsuite><testcase classname="t" name="a"/>'
+        '<testcase classname="t" name="b"><failure message="boom">'
+        "src/t.py:12: AssertionError</failure></testcase></testsuite>"
+    )
+    (tmp_path / "report.xml.in").write_text(xml)
+    planned = PlannedCheck("unit", ".", "test", "cp report.xml.in out.xml; exit 1", 30, "out.xml")
+    [result] = execute_plan(plan_of(planned), tmp_path)
+    assert result.junit is not None
+    assert (result.junit.tests, result.junit.failures) == (2, 1)
+    assert (result.junit.failed[0].file, result.junit.failed[0].line) == ("src/t.py", 12)
