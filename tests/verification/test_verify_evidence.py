@@ -1,0 +1,185 @@
+"""Annotations from real and recorded tool output; bundle rendering within GitHub's limits."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from verification.annotations import parse_annotations
+from verification.evidence import (
+    ANNOTATION_BATCH,
+    CHECK_RUN_TEXT_LIMIT,
+    EvidenceBundle,
+    build_bundle,
+    escape_data,
+    escape_property,
+    render_check_run,
+    render_markdown,
+    render_workflow_commands,
+)
+from verification.execute import CheckResult
+from verification.junit import parse_junit
+from verification.plan import Plan, PlannedCheck, PlannedWorkspace
+
+
+def result_for(check: PlannedCheck, status: str, log: str) -> CheckResult:
+    return CheckResult(
+        key=check.key,
+        id=check.id,
+        workspace=check.workspace,
+        kind=check.kind,
+        command=check.command,
+        status=status,  # type: ignore[arg-type]
+        exit_code=0 if status == "passed" else 1,
+        duration_s=1.5,
+        log_sha256="0" * 64,
+        log_size=len(log.encode()),
+        log=log,
+    )
+
+
+def single(check: PlannedCheck, status: str, log: str) -> EvidenceBundle:
+    plan = Plan((PlannedWorkspace(check.workspace, ()),), (check,), 2)
+    return build_bundle(plan, [result_for(check, status, log)], diff_stat=" a.py | 2 +-\n")
+
+
+def located(log: str, workspace: str = ".", root: str | None = None) -> set[tuple[str, int, str]]:
+    return {
+        (a.path, a.start_line, a.level)
+        for a in parse_annotations(log, workspace=workspace, root=root)
+    }
+
+
+def test_ruff_output_both_formats(tmp_path: Path) -> None:
+    (tmp_path / "mod.py").write_text("import os\n\n\nx = 1\n")
+    ruff = Path(sys.executable).parent / "ruff"
+    for extra in ([], ["--output-format", "concise"]):
+        run = subprocess.run(
+            [str(ruff), "check", "--no-cache", *extra, "."],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
+        assert run.returncode == 1
+        assert located(run.stdout, "pkg") == {("pkg/mod.py", 1, "failure")}, run.stdout
+
+
+def test_pytest_output_and_python_traceback(tmp_path: Path) -> None:
+    (tmp_path / "test_x.py").write_text(
+        "def helper():\n    assert 1 == 2\n\n\ndef test_x():\n    helper()\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_x.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert located(run.stdout, "ws") == {("ws/test_x.py", 2, "failure")}, run.stdout
+    (tmp_path / "boom.py").write_text("def f():\n    raise ValueError('bad')\n\nf()\n")
+    crash = subprocess.run(
+        [sys.executable, str(tmp_path / "boom.py")], capture_output=True, text=True
+    )
+    annotations = parse_annotations(crash.stderr, workspace="ws", root=str(tmp_path.parent))
+    assert [(a.path, a.start_line, a.message) for a in annotations] == [
+        (f"{tmp_path.name}/boom.py", 2, "ValueError: bad")
+    ]
+    assert parse_annotations(crash.stderr, workspace="ws") == []  # absolute, root unknown
+
+
+def test_mypy_tsc_and_eslint_formats() -> None:
+    mypy = "src/a.py:3: error: Incompatible types  [assignment]\nsrc/a.py:4: note: See docs\n"
+    assert located(mypy, "py") == {("py/src/a.py", 3, "failure"), ("py/src/a.py", 4, "notice")}
+    tsc = (
+        "src/app.ts(7,3): error TS2322: Type 'string' is not assignable to type 'number'.\n"
+        "src/b.tsx:9:1 - error TS2304: Cannot find name 'x'.\n"
+    )
+    assert located(tsc, "web") == {
+        ("web/src/app.ts", 7, "failure"),
+        ("web/src/b.tsx", 9, "failure"),
+    }
+    eslint = (
+        "\n/repo/web/src/app.js\n"
+        "  3:7  error    'x' is assigned a value but never used  no-unused-vars\n"
+        "  5:1  warning  Unexpected console statement  no-console\n\n"
+        "✖ 2 problems (1 error, 1 warning)\n"
+    )
+    assert located(eslint, "web", root="/repo") == {
+        ("web/src/app.js", 3, "failure"),
+        ("web/src/app.js", 5, "warning"),
+    }
+    assert located("../../outside.py:1:1: F401 unused\n", "web") == set()
+
+
+def test_junit_failures_become_annotations() -> None:
+    summary = parse_junit(
+        '<testsuites><testsuite><testcase classname="tests.test_a" name="test_b" '
+        'file="tests/test_a.py" line="3"><failure message="assert 1 == 2">'
+        "def test_b():\n&gt;       assert 1 == 2\nE   assert 1 == 2\n\n"
+        "tests/test_a.py:5: AssertionError</failure></testcase>"
+        '<testcase name="ok"/><testcase name="skip"><skipped/></testcase></testsuite></testsuites>'
+    )
+    assert (summary.tests, summary.failures, summary.errors, summary.skipped) == (3, 1, 0, 1)
+    check = PlannedCheck("unit", "api", "test", "pytest", 60, None)
+    bundle = single(check, "failed", "")
+    with_junit = {**bundle.results[0].to_dict(), "junit": summary.to_dict()}
+    bundle = build_bundle(bundle.plan, [CheckResult.from_dict(with_junit)])
+    [annotation] = bundle.annotations()
+    assert (annotation.path, annotation.start_line) == ("api/tests/test_a.py", 5)
+    assert "assert 1 == 2" in annotation.message
+
+
+def test_ten_megabyte_log_and_500_annotations_fit_a_check_run() -> None:
+    check = PlannedCheck("lint", "pkg", "lint", "ruff check .", 60, None)
+    lines = [f"mod{i}.py:{i + 1}:1: F401 `os` imported but unused" for i in range(500)]
+    log = "\n".join(lines) + "\n" + "x" * 10_000_000 + "\n" + "`" * 5 + "\n"
+    output = render_check_run(single(check, "failed", log))
+    assert len(output.summary) <= CHECK_RUN_TEXT_LIMIT
+    assert len(output.text) <= CHECK_RUN_TEXT_LIMIT
+    assert len(output.text.encode()) <= CHECK_RUN_TEXT_LIMIT
+    assert sum(len(batch) for batch in output.annotation_batches) == 500
+    assert all(0 < len(batch) <= ANNOTATION_BATCH for batch in output.annotation_batches)
+    assert len(output.annotation_batches) == 10
+    payload = output.to_payload(3)
+    assert len(payload["annotations"]) == 50
+    assert payload["annotations"][0]["annotation_level"] == "failure"
+    json.dumps(payload)  # serializable as an API request body
+    assert "bytes not shown" in output.text
+
+
+def test_empty_plan_is_a_neutral_success() -> None:
+    bundle = build_bundle(Plan((), (), 2), [])
+    assert bundle.conclusion == "success"
+    output = render_check_run(bundle)
+    assert output.title == "No checks planned"
+    assert "neutral" in output.summary
+    assert output.annotation_batches == []
+    assert json.loads(bundle.to_json())["conclusion"] == "success"
+
+
+def test_conclusion_needs_every_planned_check_passed() -> None:
+    a = PlannedCheck("a", ".", "lint", "true", 60, None)
+    b = PlannedCheck("b", ".", "test", "true", 60, None)
+    plan = Plan((PlannedWorkspace(".", ()),), (a, b), 2)
+    both = [result_for(a, "passed", ""), result_for(b, "passed", "")]
+    assert build_bundle(plan, both).conclusion == "success"
+    assert build_bundle(plan, [result_for(a, "passed", "")]).conclusion == "failure"
+    for status in ("failed", "timed_out", "error", "skipped"):
+        results = [result_for(a, "passed", ""), result_for(b, status, "")]
+        assert build_bundle(plan, results).conclusion == "failure", status
+
+
+def test_markdown_and_workflow_commands_escape_their_values() -> None:
+    check = PlannedCheck("types", "web", "typecheck", "tsc", 60, None)
+    bundle = single(check, "failed", "src/a,b.ts(2,5): error TS1005: 100% wrong\n")
+    [command] = render_workflow_commands(bundle)
+    assert command == (
+        "::error file=web/src/a%2Cb.ts,line=2,endLine=2,title=web%3Atypes::TS1005: 100%25 wrong"
+    )
+    assert escape_data("a\r\nb%") == "a%0D%0Ab%25"
+    assert escape_property("x:y,z\n") == "x%3Ay%2Cz%0A"
+    markdown = render_markdown(bundle)
+    assert "`web:types`" in markdown
+    assert "1 of 1 checks did not pass" in markdown
+    assert "a.py | 2 +-" in markdown
