@@ -18,9 +18,16 @@ class StepFailure(RatchetError):
 
     failure_class: ClassVar[str] = "deterministic"
 
-    def __init__(self, message: str, *, evidence: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        evidence: dict[str, Any] | None = None,
+        artifacts: dict[str, bytes] | None = None,
+    ) -> None:
         super().__init__(message)
         self.evidence = evidence or {}
+        self.artifacts = artifacts or {}  # run path -> bytes, kept as the failure's evidence
 
 
 class TransientFailure(StepFailure):

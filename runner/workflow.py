@@ -44,27 +44,30 @@ class Outcome(StrEnum):
 
 @dataclass(frozen=True)
 class Capability:
-    """What a state's step may do. Enforced by the engine after the step, not requested."""
+    """What a state's step may do. Enforced by the engine, not requested by the agent."""
 
     agent: bool  # an agent process runs in this state
-    modify_worktree: bool  # product changes allowed
-    remote_effects: bool  # may push, open pull requests, post check runs
+    modify_worktree: bool  # product changes allowed (checked against the tree after the step)
+    effects: frozenset[str] = frozenset()  # remote effect kinds the runner may perform here
 
+    def to_dict(self) -> dict[str, object]:
+        return {"agent": self.agent, "modify_worktree": self.modify_worktree,
+                "effects": sorted(self.effects)}
 
-RUNNER_ONLY = Capability(agent=False, modify_worktree=False, remote_effects=False)
-READ_ONLY_AGENT = Capability(agent=True, modify_worktree=False, remote_effects=False)
-WRITING_AGENT = Capability(agent=True, modify_worktree=True, remote_effects=False)
-PUBLISHER = Capability(agent=False, modify_worktree=False, remote_effects=True)
 
 # The capability profile of every state that runs a step.
 PROFILES: dict[State, Capability] = {
-    State.QUEUED: RUNNER_ONLY,
-    State.RESEARCH: READ_ONLY_AGENT,
-    State.SPECIFY: READ_ONLY_AGENT,
-    State.IMPLEMENT: WRITING_AGENT,
-    State.REPAIR: WRITING_AGENT,
-    State.VERIFY: RUNNER_ONLY,
-    State.PUBLISH: PUBLISHER,
+    State.QUEUED: Capability(agent=False, modify_worktree=False),
+    State.RESEARCH: Capability(agent=True, modify_worktree=False),
+    # The runner (not the agent) posts the spec for review when the step completes.
+    State.SPECIFY: Capability(agent=True, modify_worktree=False, effects=frozenset({"comment"})),
+    State.IMPLEMENT: Capability(agent=True, modify_worktree=True),
+    State.REPAIR: Capability(agent=True, modify_worktree=True),
+    State.VERIFY: Capability(agent=False, modify_worktree=False),
+    State.PUBLISH: Capability(
+        agent=False, modify_worktree=False,
+        effects=frozenset({"push", "pull_request", "check_run", "comment"}),
+    ),
 }
 
 WAITS: frozenset[State] = frozenset({State.AWAITING_APPROVAL})

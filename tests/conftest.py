@@ -25,7 +25,7 @@ def _reachable(url: str, default_port: int) -> bool:
 
 
 def require_service(name: str, url: str, default_port: int) -> None:
-    """Skip when a service is absent on a developer machine; fail under CI, where .ci/run starts it."""
+    """Skip when a service is absent on a laptop; fail under CI, where .ci/run starts it."""
     if _reachable(url, default_port):
         return
     message = f"{name} is not reachable at {url}"

@@ -1,0 +1,278 @@
+"""The ``ratchet`` command line: one parser factory, ``main(argv) -> int``, named exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import logging
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from app.settings import Settings, SettingsError, load_settings
+from runner.canonical import sha256_hex
+from runner.engine import Engine, RunNotWaiting, SpecHashMismatch
+from runner.errors import LedgerUnavailable, RatchetError, StaleWrite, UnknownRun
+from runner.ledger import Store, open_store
+from runner.ledger.records import Run
+from runner.rundir import export_run
+from runner.status import RunStatus, describe
+from runner.workflow import is_end
+
+log = logging.getLogger(__name__)
+
+EXIT_OK = 0  # done, or waiting for a signal
+EXIT_RUN_STOPPED = 1  # the run failed or needs a human
+EXIT_USAGE = 2  # bad arguments, unknown run, refused signal
+EXIT_LEASE_LOST = 3  # another worker took the run over; this process stopped
+EXIT_UNAVAILABLE = 4  # the ledger could not be reached
+
+EXAMPLES = """\
+examples:
+  ratchet run --repo . --title "Add --json to export" --agent-command 'claude -p {prompt}'
+  ratchet status r-20261130-1a2b3c4d
+  ratchet approve-spec r-20261130-1a2b3c4d --hash 3f2a9c
+  ratchet request-changes r-20261130-1a2b3c4d --message "Cover the empty input case"
+  ratchet resume r-20261130-1a2b3c4d
+  ratchet export r-20261130-1a2b3c4d ./runs
+  ratchet verify --base main --json
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ratchet", description="Durable coding-agent runs: ledger, leases, checkpoints.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: debug)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="create a run for a local repository and execute it")
+    run.add_argument("--repo", type=Path, required=True, help="path of a local git repository")
+    run.add_argument("--title", required=True, help="the task, like an issue title")
+    body = run.add_mutually_exclusive_group()
+    body.add_argument("--body", default="", help="the task's description")
+    body.add_argument("--body-file", type=Path, help="read the description from a file")
+    run.add_argument("--agent-command", help="agent command template (RATCHET_AGENT_COMMAND)")
+    run.add_argument("--json", action="store_true", help="end with a JSON line")
+    run.set_defaults(handler=cmd_run)
+
+    status = sub.add_parser("status", help="what was done, the state, effects, next action")
+    status.add_argument("run_id", metavar="RUN")
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(handler=cmd_status)
+
+    resume = sub.add_parser("resume", help="reconcile and continue a run in the foreground")
+    resume.add_argument("run_id", metavar="RUN")
+    resume.add_argument("--json", action="store_true")
+    resume.set_defaults(handler=cmd_resume)
+
+    approve = sub.add_parser("approve-spec", help="approve the current spec and continue")
+    approve.add_argument("run_id", metavar="RUN")
+    approve.add_argument("--hash", dest="hash_prefix", help="prefix of the spec's sha256")
+    approve.add_argument("--detach", action="store_true", help="record the approval only")
+    approve.add_argument("--json", action="store_true")
+    approve.set_defaults(handler=cmd_approve)
+
+    changes = sub.add_parser("request-changes", help="send the spec back with feedback")
+    changes.add_argument("run_id", metavar="RUN")
+    changes.add_argument("--message", required=True)
+    changes.add_argument("--detach", action="store_true", help="record the request only")
+    changes.add_argument("--json", action="store_true")
+    changes.set_defaults(handler=cmd_request_changes)
+
+    export = sub.add_parser("export", help="write the run directory to DIR/<run-id>/")
+    export.add_argument("run_id", metavar="RUN")
+    export.add_argument("dest", metavar="DIR", type=Path)
+    export.set_defaults(handler=cmd_export)
+
+    runs = sub.add_parser("runs", help="list runs, newest first")
+    runs.add_argument("--json", action="store_true")
+    runs.add_argument("--limit", type=int, default=50)
+    runs.set_defaults(handler=cmd_runs)
+
+    from app.verify_cli import configure_parser, run_verify
+
+    verify = sub.add_parser("verify", help="run the deterministic verification plan")
+    configure_parser(verify)
+    verify.set_defaults(handler=lambda args, _settings: run_verify(args), needs_ledger=False)
+
+    serve = sub.add_parser("serve", help="the HTTP service (webhooks, API) under uvicorn")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.set_defaults(handler=cmd_serve)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr,
+    )
+    try:
+        settings = load_settings()
+        return int(args.handler(args, settings))
+    except SettingsError as exc:
+        return _error(str(exc), EXIT_USAGE)
+    except UnknownRun as exc:
+        return _error(str(exc), EXIT_USAGE)
+    except (SpecHashMismatch, RunNotWaiting) as exc:
+        return _error(str(exc), EXIT_USAGE)
+    except StaleWrite as exc:
+        return _error(f"stopped: {exc}", EXIT_LEASE_LOST)
+    except LedgerUnavailable as exc:
+        return _error(f"ledger unavailable: {exc}", EXIT_UNAVAILABLE)
+    except RatchetError as exc:
+        return _error(str(exc), EXIT_USAGE)
+
+
+# --- commands ------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    body = args.body_file.read_text() if args.body_file else args.body
+    if not (args.repo / ".git").exists():
+        return _error(f"--repo {args.repo}: not a git repository (no .git there)", EXIT_USAGE)
+    store = _store(settings)
+    engine = _engine(store, settings, json_output=args.json)
+    run = engine.create_local_run(args.repo, title=args.title, body=body,
+                                  agent_command=args.agent_command)
+    _announce(f"{run.id}: created (base {run.base_revision})", args.json)
+    _project(store, settings, run)
+    return _finish(store, settings, engine.advance(run.id), args.json)
+
+
+def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    store = _store(settings)
+    status = _status(store, args.run_id)
+    print(json.dumps(status.to_dict(), sort_keys=True) if args.json else status.render())
+    return EXIT_OK
+
+
+def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
+    store = _store(settings)
+    run = store.get_run(args.run_id)
+    if is_end(run.state):
+        print(f"run {run.id} has already ended: {run.state.value}"
+              + (f" ({run.reason})" if run.reason else ""))
+        return _finish(store, settings, run, args.json, announce=False)
+    engine = _engine(store, settings, json_output=args.json)
+    return _finish(store, settings, engine.advance(run.id), args.json)
+
+
+def cmd_approve(args: argparse.Namespace, settings: Settings) -> int:
+    return _signal(args, settings, lambda engine: engine.approve(
+        args.run_id, hash_prefix=args.hash_prefix, by=_who()))
+
+
+def cmd_request_changes(args: argparse.Namespace, settings: Settings) -> int:
+    return _signal(args, settings, lambda engine: engine.request_changes(
+        args.run_id, message=args.message, by=_who()))
+
+
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    folder = export_run(_store(settings), args.run_id, args.dest)
+    print(folder)
+    return EXIT_OK
+
+
+def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
+    runs = _store(settings).list_runs(limit=args.limit)
+    if args.json:
+        print(json.dumps([_run_summary(r) for r in runs], sort_keys=True))
+        return EXIT_OK
+    for run in runs:
+        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created_at))
+        print(f"{run.id}  {run.state.value:<18} {run.step:<22} {created}  {run.title}")
+    return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from app.service import serve
+
+    serve(settings, host=args.host, port=args.port)
+    return EXIT_OK
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _signal(args: argparse.Namespace, settings: Settings, send: Callable[[Engine], Run]) -> int:
+    store = _store(settings)
+    engine = _engine(store, settings, json_output=args.json)
+    run = send(engine)
+    if args.detach:
+        return _finish(store, settings, run, args.json)
+    return _finish(store, settings, engine.advance(run.id), args.json)
+
+
+def _store(settings: Settings) -> Store:
+    return open_store(settings.ledger_url)
+
+
+def _engine(store: Store, settings: Settings, *, json_output: bool) -> Engine:
+    def on_change(old: Run, new: Run) -> None:
+        arrow = (f"{old.state.value} -> {new.state.value}" if old.state is not new.state
+                 else f"{new.state.value} (retry scheduled)")
+        _announce(f"{new.id}: {arrow} ({new.step})"
+                  + (f": {new.reason}" if new.reason and old.state is not new.state else ""),
+                  json_output)
+        _project(store, settings, new)
+
+    return Engine(store, settings.engine_settings(), on_change=on_change)
+
+
+def _project(store: Store, settings: Settings, run: Run) -> None:
+    """Keep the local run directory live (a projection; failures here never stop a run)."""
+    try:
+        export_run(store, run.id, settings.home / "runs")
+    except OSError as exc:
+        log.warning("run %r: could not update the run directory: %s", run.id, exc)
+
+
+def _finish(store: Store, settings: Settings, run: Run, json_output: bool, *,
+            announce: bool = True) -> int:
+    _project(store, settings, run)
+    status = _status(store, run.id)
+    if json_output:
+        print(json.dumps(status.to_dict(), sort_keys=True))
+    elif announce:
+        print(f"{run.id}: {run.state.value}; next: {status.next_action}")
+    return EXIT_RUN_STOPPED if run.state.value in {"failed", "needs_human"} else EXIT_OK
+
+
+def _status(store: Store, run_id: str) -> RunStatus:
+    run = store.get_run(run_id)
+    spec = store.read_artifact(run_id, "spec.md")
+    return describe(run, store.completed_steps(run_id), store.effects(run_id),
+                    spec_sha256=sha256_hex(spec) if spec is not None else None, now=time.time())
+
+
+def _run_summary(run: Run) -> dict[str, object]:
+    return {"run_id": run.id, "state": run.state.value, "step": run.step, "title": run.title,
+            "repo": run.repo, "created_at": run.created_at, "updated_at": run.updated_at}
+
+
+def _announce(line: str, json_output: bool) -> None:
+    # With --json, stdout ends with exactly one JSON line; progress goes to stderr.
+    print(line, file=sys.stderr if json_output else sys.stdout, flush=True)
+
+
+def _who() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "local"
+
+
+def _error(message: str, code: int) -> int:
+    print(f"ratchet: {message}", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""The lease heartbeat: renews a run's lease in the background while its holder works.
+
+A renewal refused by the ledger means another worker took the run over: ``lost`` is set, the
+engine's agent is cancelled and its next fenced write would be refused anyway. A ledger outage
+is survived while the lease has time left; past its expiry the lease counts as lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from runner.errors import LedgerUnavailable, StaleWrite
+from runner.ledger.records import Lease
+from runner.ledger.store import Store
+
+log = logging.getLogger(__name__)
+
+
+class Heartbeat:
+    def __init__(self, store: Store, lease: Lease, *, ttl: float) -> None:
+        self.store = store
+        self.lease = lease
+        self.ttl = ttl
+        self.lost = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._beat, name=f"heartbeat-{lease.run_id}", daemon=True
+        )
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        interval = max(self.ttl / 3, 0.05)
+        while not self._stop.wait(interval):
+            try:
+                self.lease = self.store.renew_lease(self.lease, ttl=self.ttl)
+            except StaleWrite as exc:
+                log.warning("run %r: lease lost: %s", self.lease.run_id, exc)
+                self.lost.set()
+                return
+            except LedgerUnavailable as exc:
+                if time.time() >= self.lease.expires_at:
+                    log.warning("run %r: lease expired during a ledger outage: %s",
+                                self.lease.run_id, exc)
+                    self.lost.set()
+                    return
+                log.info("run %r: lease renewal deferred (ledger unavailable): %s",
+                         self.lease.run_id, exc)

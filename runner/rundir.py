@@ -1,0 +1,65 @@
+"""The run directory: a projection of the ledger into files (DESIGN.md "Run directory").
+
+Written by ``ratchet export`` and kept live in local mode. The ledger, not the directory,
+decides: nothing here is read back by the engine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from runner.canonical import sha256_hex
+from runner.ledger.store import Store
+from runner.status import describe
+
+
+def export_run(store: Store, run_id: str, dest: Path) -> Path:
+    """Write the run's directory to ``dest/<run-id>/``; returns that folder."""
+    run = store.get_run(run_id)
+    folder = dest / run_id
+    folder.mkdir(parents=True, exist_ok=True)
+    effects = store.effects(run_id)
+    artifacts = store.artifacts(run_id)
+    spec = store.read_artifact(run_id, "spec.md")
+    status = describe(run, store.completed_steps(run_id), effects,
+                      spec_sha256=sha256_hex(spec) if spec is not None else None, now=time.time())
+    _write(folder / "run.json", _json({
+        "id": run.id, "repo": run.repo, "title": run.title, "body": run.body,
+        "workflow": run.workflow, "issue": run.issue, "pr": run.pr, "state": run.state.value,
+        "step": run.step, "attempt": run.attempt, "version": run.version,
+        "lease": {"owner": run.lease_owner, "epoch": run.lease_epoch,
+                  "expires_at": run.lease_expires_at},
+        "base_revision": run.base_revision, "head_revision": run.head_revision,
+        "reason": run.reason, "created_at": run.created_at, "updated_at": run.updated_at,
+    }))
+    _write(folder / "events.ndjson", "".join(
+        json.dumps(e.to_dict(), sort_keys=True) + "\n" for e in store.events(run_id)
+    ).encode())
+    _write(folder / "state.snapshot.json", _json(status.to_dict()))
+    _write(folder / "effects.json", _json([e.to_dict() for e in effects]))
+    for path, sha in artifacts.items():
+        _write(folder / _safe(path), store.get_artifact(sha))
+    return folder
+
+
+def _safe(path: str) -> Path:
+    """An artifact path as a relative path that cannot leave the run directory."""
+    parts = PurePosixPath(path).parts
+    if not parts or PurePosixPath(path).is_absolute() or ".." in parts:
+        raise ValueError(f"artifact path {path!r} would leave the run directory")
+    return Path(*parts)
+
+
+def _json(value: Any) -> bytes:
+    return (json.dumps(value, indent=2, sort_keys=True) + "\n").encode()
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
