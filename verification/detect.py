@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+import shlex
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
@@ -104,15 +105,18 @@ def detect_checks(
     tree: Tree,
     *,
     all_paths: Set[str],
+    nested: Sequence[str] = (),
 ) -> list[DetectedCheck]:
     """Return the checks the manifests of `workspace` imply, in a stable order.
 
     `files` are the repository paths that belong to this workspace (nearest-manifest rule);
-    `all_paths` every path of the tree (a monorepo's lockfile sits above its workspaces).
+    `all_paths` every path of the tree (a monorepo's lockfile sits above its workspaces);
+    `nested` the workspaces inside this one, relative to it, which its Python tools must skip
+    (they belong to the nested workspace, and would not even import from here).
     """
     checks: list[DetectedCheck] = []
     if manifest_names & PYTHON_MANIFESTS:
-        checks += _python_checks(workspace, files, tree)
+        checks += _python_checks(workspace, files, tree, nested)
     if "package.json" in manifest_names:
         checks += _node_checks(workspace, tree, all_paths)
     if "go.mod" in manifest_names:
@@ -128,7 +132,9 @@ def detect_checks(
     return checks
 
 
-def _python_checks(workspace: str, files: Sequence[str], tree: Tree) -> list[DetectedCheck]:
+def _python_checks(
+    workspace: str, files: Sequence[str], tree: Tree, nested: Sequence[str]
+) -> list[DetectedCheck]:
     names = {_relative(f, workspace) for f in files}
     pyproject = _toml(tree, _join(workspace, "pyproject.toml"))
     tools = pyproject.get("tool", {}) if isinstance(pyproject.get("tool"), dict) else {}
@@ -136,7 +142,8 @@ def _python_checks(workspace: str, files: Sequence[str], tree: Tree) -> list[Det
     setup_cfg = tree.read_text(_join(workspace, "setup.cfg")) or ""
     checks = []
     if "ruff" in tools or names & {"ruff.toml", ".ruff.toml"} or "ruff" in dependencies:
-        checks.append(DetectedCheck("ruff", "lint", "ruff check ."))
+        excludes = "".join(f" --extend-exclude {shlex.quote(n)}" for n in nested)
+        checks.append(DetectedCheck("ruff", "lint", f"ruff check .{excludes}"))
     uses_mypy = (
         "mypy" in tools
         or names & {"mypy.ini", ".mypy.ini"}
@@ -144,9 +151,11 @@ def _python_checks(workspace: str, files: Sequence[str], tree: Tree) -> list[Det
         or "mypy" in dependencies
     )
     if uses_mypy:
-        checks.append(DetectedCheck("mypy", "typecheck", "mypy ."))
+        excludes = "".join(f" --exclude {shlex.quote('^' + re.escape(n) + '/')}" for n in nested)
+        checks.append(DetectedCheck("mypy", "typecheck", f"mypy .{excludes}"))
     if any(_TEST_FILE.match(basename(f)) for f in files):
-        checks.append(DetectedCheck("pytest", "test", PYTEST_COMMAND))
+        ignores = "".join(f" --ignore={shlex.quote(n)}" for n in nested)
+        checks.append(DetectedCheck("pytest", "test", PYTEST_COMMAND + ignores))
     return checks
 
 

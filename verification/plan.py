@@ -189,6 +189,7 @@ def build_plan(changed_files: Iterable[str], tree: Tree, config: VerifyConfig) -
                 members.get(folder, []),
                 tree,
                 all_paths=frozenset(all_paths),
+                nested=_nested(folder, workspaces),
             )
             detected.sort(key=lambda c: _KIND_ORDER.get(c.kind, len(_KIND_ORDER)))
             workspace_checks = [
@@ -214,6 +215,12 @@ def is_documentation(path: str) -> bool:
     """True for documentation files, which never call for a check on their own."""
     name = basename(path)
     return splitext(name)[1].lower() in DOC_SUFFIXES or name in DOC_NAMES
+
+
+def _nested(folder: str, workspaces: set[str]) -> list[str]:
+    """Workspaces inside `folder`, relative to it, sorted."""
+    prefix = "" if folder == "." else folder + "/"
+    return sorted(w[len(prefix) :] for w in workspaces if w != folder and w.startswith(prefix))
 
 
 def _configured_workspaces(config: VerifyConfig) -> dict[str, WorkspaceConfig]:

@@ -67,6 +67,8 @@ def test_nested_workspace_resolves_to_the_nearest_manifest(monorepo: Path) -> No
     assert planned(nested) == {"services/worker/plugins/extra:pytest"}
     outer = build_plan(["services/worker/app_worker.py"], GitTree(monorepo), CONFIG)
     assert planned(outer) == {"services/worker:pytest"}
+    # The outer workspace's pytest must not collect the nested workspace's tests.
+    assert outer.checks[0].command.endswith(" --ignore=plugins/extra")
 
 
 def test_untracked_new_file_counts_in_git_tree(monorepo: Path) -> None:

@@ -1,0 +1,182 @@
+"""`ratchet verify` end to end on repositories the tests create."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from verify_helpers import FAILING_TEST, git, write
+
+from app.verify_cli import configure_parser, run_verify
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def verify(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser(prog="ratchet verify")
+    configure_parser(parser)
+    code = run_verify(parser.parse_args(list(argv)))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def on_branch(repo: Path, files: dict[str, str]) -> None:
+    git(repo, "checkout", "-q", "-b", "feature")
+    write(repo, files)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "change")
+
+
+def test_plan_only_json_for_an_uncommitted_change(
+    monorepo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(monorepo, {"services/api/app_api.py": "def add(a, b):\n    return b + a\n"})
+    write(monorepo, {"services/worker/new_module.py": "X = 1\n"})  # untracked
+    code, out, err = verify(capsys, "--repo", str(monorepo), "--plan-only", "--json")
+    assert code == 0
+    plan = json.loads(out)["plan"]
+    assert len(plan["hash"]) == 64
+    assert plan["checks"] == [
+        {
+            "id": "pytest",
+            "workspace": "services/api",
+            "kind": "test",
+            "command": 'python -m pytest -q -p no:cacheprovider --junitxml="$RATCHET_JUNIT"',
+        },
+        {
+            "id": "pytest",
+            "workspace": "services/worker",
+            "kind": "test",
+            "command": 'python -m pytest -q -p no:cacheprovider --junitxml="$RATCHET_JUNIT"'
+            " --ignore=plugins/extra",
+        },
+    ]
+    assert "2 checks planned" in err
+
+
+def test_ci_change_runs_every_workspace_and_writes_the_bundle(
+    monorepo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    on_branch(monorepo, {".github/workflows/ci.yml": "on: [push, pull_request]\njobs: {}\n"})
+    bundle = tmp_path / "bundle"
+    code, out, err = verify(capsys, "--repo", str(monorepo), "--json", "--bundle", str(bundle))
+    document = json.loads(out)
+    assert code == 0, err
+    assert document["conclusion"] == "success"
+    assert {(r["workspace"], r["id"], r["status"]) for r in document["results"]} == {
+        ("services/api", "pytest", "passed"),
+        ("services/worker", "pytest", "passed"),
+        ("services/worker/plugins/extra", "pytest", "passed"),
+        ("web", "node-test", "passed"),
+    }
+    assert set(document["results"][0]) == {
+        "id", "workspace", "status", "exit_code", "duration_s", "log_sha256",
+    }  # fmt: skip
+    assert "[4/4]" in err
+    names = sorted(p.name for p in bundle.iterdir())
+    assert names == [
+        "plan.json",
+        "result.json",
+        "services-api-pytest.log",
+        "services-worker-plugins-extra-pytest.log",
+        "services-worker-pytest.log",
+        "summary.md",
+        "web-node-test.log",
+    ]
+    result = json.loads((bundle / "result.json").read_text())
+    assert result["plan_sha256"] == document["plan"]["hash"]
+    assert set(result["artifacts"]) == {n for n in names if n.endswith(".log")}
+    assert "ci.yml" in result["diff_stat"]
+    assert "tests" in (bundle / "web-node-test.log").read_text()
+
+
+def test_failing_test_exits_1_with_a_failed_result(
+    monorepo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(monorepo, {"services/api/tests/test_api.py": FAILING_TEST.format(name="api")})
+    bundle = tmp_path / "bundle"
+    code, out, _ = verify(capsys, "--repo", str(monorepo), "--json", "--bundle", str(bundle))
+    document = json.loads(out)
+    assert code == 1
+    assert document["conclusion"] == "failure"
+    [result] = document["results"]
+    assert (result["workspace"], result["status"], result["exit_code"]) == (
+        "services/api",
+        "failed",
+        1,
+    )
+    assert "services/api/tests/test_api.py" in (bundle / "summary.md").read_text()
+
+
+def test_head_revision_is_verified_in_its_own_checkout(
+    monorepo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    on_branch(monorepo, {"services/api/tests/test_api.py": FAILING_TEST.format(name="api")})
+    git(monorepo, "checkout", "-q", "main")
+    code, out, _ = verify(capsys, "--repo", str(monorepo), "--base", "main", "--head", "feature")
+    assert code == 1
+    assert "failed    services/api:pytest" in out
+    assert "conclusion: failure" in out
+    assert git(monorepo, "status", "--porcelain") == ""
+    assert git(monorepo, "worktree", "list").count("\n") == 1
+
+
+def test_documentation_only_change_passes_with_nothing_planned(
+    monorepo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    on_branch(monorepo, {"README.md": "# monorepo\n\nMore words.\n"})
+    code, out, _ = verify(capsys, "--repo", str(monorepo), "--json")
+    assert code == 0
+    assert json.loads(out) == {
+        "plan": {"hash": json.loads(out)["plan"]["hash"], "checks": []},
+        "results": [],
+        "conclusion": "success",
+    }
+
+
+def test_config_error_exits_2_naming_file_and_line(
+    monorepo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(monorepo, {".github/ratchet.yml": "verify:\n  timeout: soon\n"})
+    code, out, err = verify(capsys, "--repo", str(monorepo))
+    assert code == 2
+    assert out == ""
+    assert ".github/ratchet.yml:2: verify.timeout:" in err
+
+
+def test_unknown_revision_and_missing_repository_exit_2(
+    monorepo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = verify(capsys, "--repo", str(monorepo), "--base", "no-such-branch")
+    assert code == 2
+    assert "unknown revision 'no-such-branch'" in err
+    (tmp_path / "plain").mkdir()
+    code, _, err = verify(capsys, "--repo", str(tmp_path / "plain"))
+    assert code == 2
+    assert "not inside a git repository" in err
+
+
+@pytest.mark.slow
+def test_through_the_ratchet_command(monorepo: Path) -> None:
+    help_run = subprocess.run(
+        [sys.executable, "-m", "app.cli", "verify", "--help"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+    )
+    if help_run.returncode != 0 or "--plan-only" not in help_run.stdout:
+        pytest.skip("app.cli has no `verify` command yet (app/cli.py must wire app.verify_cli)")
+    write(monorepo, {"web/sum.js": "exports.sum = (a, b) => b + a;\n"})
+    run = subprocess.run(
+        [sys.executable, "-m", "app.cli", "verify", "--repo", str(monorepo), "--json"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    document = json.loads(run.stdout)
+    assert [(r["workspace"], r["status"]) for r in document["results"]] == [("web", "passed")]
