@@ -107,6 +107,7 @@ class EvidenceBundle:
             "results": [result.to_dict() for result in self.results],
             "diff_stat": self.diff_stat,
             "artifacts": dict(sorted(self.artifacts.items())),
+            "annotations": [_annotation_payload(a) for a in self.annotations()],
             "conclusion": self.conclusion,
         }
 

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -94,8 +94,10 @@ class CheckResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CheckResult:
         junit = data.get("junit")
+        # Fields added by a later version are ignored, so older records stay readable.
+        known = {f.name for f in fields(cls)} - {"junit", "reused"}
         return cls(
-            **{k: v for k, v in data.items() if k not in {"junit", "reused"}},
+            **{k: v for k, v in data.items() if k in known},
             junit=TestSummary.from_dict(junit) if junit is not None else None,
             reused=bool(data.get("reused", False)),
         )

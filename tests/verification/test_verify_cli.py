@@ -109,7 +109,11 @@ def test_failing_test_exits_1_with_a_failed_result(
         "failed",
         1,
     )
-    assert "services/api/tests/test_api.py" in (bundle / "summary.md").read_text()
+    assert "test_add" in (bundle / "summary.md").read_text()
+    annotations = json.loads((bundle / "result.json").read_text())["annotations"]
+    assert {(a["path"], a["start_line"], a["annotation_level"]) for a in annotations} == {
+        ("services/api/tests/test_api.py", 5, "failure")
+    }
 
 
 def test_head_revision_is_verified_in_its_own_checkout(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -193,3 +195,14 @@ def test_declared_junit_report_is_read(tmp_path: Path) -> None:
     assert result.junit is not None
     assert (result.junit.tests, result.junit.failures) == (2, 1)
     assert (result.junit.failed[0].file, result.junit.failed[0].line) == ("src/t.py", 12)
+
+
+def test_verification_imports_nothing_from_runner_app_or_github() -> None:
+    code = (
+        "import pkgutil, sys, importlib, verification\n"
+        "for m in pkgutil.iter_modules(verification.__path__):\n"
+        "    importlib.import_module('verification.' + m.name)\n"
+        "print(sorted({n.split('.')[0] for n in sys.modules} & {'runner', 'app', 'github'}))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "[]"
