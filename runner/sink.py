@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +42,9 @@ class LocalSink:
                 branch=payload["branch"], expect=payload.get("expect"),
             )
             return {"branch": payload["branch"], "commit": payload["commit"]}
-        path = self._record_path(request)
+        folder = self._folder(request)
+        # Like a POST to GitHub, every apply creates a new record: a duplicate would show.
+        path = folder / f"{time.time_ns()}-{secrets.token_hex(4)}{_suffix(request.kind)}"
         if request.kind == "comment":
             _write_atomic(path, f"{comment_marker(request.key)}\n{payload['body']}")
         else:
@@ -55,29 +59,39 @@ class LocalSink:
             if head == payload["commit"]:
                 return {"branch": payload["branch"], "commit": head}
             return None
-        path = self._record_path(request)
-        if not path.exists():
-            return None
-        text = path.read_text()
-        marker = comment_marker(request.key) if request.kind == "comment" else request.key
-        return {"path": str(path.relative_to(self.outbox))} if marker in text else None
+        return next(iter(self.records(request.kind, request.key)), None)
 
-    def _record_path(self, request: EffectRequest) -> Path:
-        folder = {"comment": "comments", "pull_request": "pull-requests",
-                  "check_run": "check-runs"}.get(request.kind)
-        if folder is None:
+    def records(self, kind: str, key: str) -> list[dict[str, Any]]:
+        """Every record of ``kind`` carrying ``key`` (more than one would be a duplicate)."""
+        folder = self.outbox / _FOLDERS.get(kind, kind)
+        if not folder.is_dir():
+            return []
+        marker = comment_marker(key) if kind == "comment" else f'"key": {json.dumps(key)}'
+        return [
+            {"path": str(path.relative_to(self.outbox))}
+            for path in sorted(folder.glob(f"*{_suffix(kind)}"))
+            if marker in path.read_text()
+        ]
+
+    def _folder(self, request: EffectRequest) -> Path:
+        if request.kind not in _FOLDERS:
             raise DeterministicFailure(
                 f"effect {request.key}: the local sink has no executor for kind {request.kind!r}"
             )
-        safe = request.key.replace(":", "_").replace("/", "_")
-        suffix = ".md" if request.kind == "comment" else ".json"
-        return self.outbox / folder / f"{safe}{suffix}"
+        return self.outbox / _FOLDERS[request.kind]
+
+
+_FOLDERS = {"comment": "comments", "pull_request": "pull-requests", "check_run": "check-runs"}
+
+
+def _suffix(kind: str) -> str:
+    return ".md" if kind == "comment" else ".json"
 
 
 def _write_atomic(path: Path, text: str) -> None:
     """Write-then-rename with fsync: a crash leaves the old file or the whole new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     with open(tmp, "w") as fh:
         fh.write(text)
         fh.flush()

@@ -1,0 +1,175 @@
+"""A local run through the real CLI, a real scripted agent and real git, start to finish."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+
+import pytest
+
+from tests.e2e.harness import Ratchet, drive_to_done, make_target_repo
+from tests.gitrepo import git
+
+pytestmark = pytest.mark.slow
+
+LAYOUT = [
+    "run.json", "events.ndjson", "state.snapshot.json", "effects.json",
+    "prompts/research.1.md", "prompts/specify.1.md", "prompts/implement.1.md",
+    "prompts/repair.1.md", "research/repository-analysis.md", "spec.md",
+    "approved-spec.sha256", "implementation/summary.md", "implementation/patch.diff",
+    "repair/1/summary.md", "verification/plan.json", "verification/unit.log",
+    "verification/result.json",
+]
+EVENT_ORDER = [
+    "RUN_CREATED", "RESEARCH_STARTED", "RESEARCH_COMPLETED", "SPEC_CREATED", "SPEC_APPROVED",
+    "IMPLEMENTATION_STARTED", "IMPLEMENTATION_COMPLETED", "VERIFICATION_STARTED", "TESTS_FAILED",
+    "REPAIR_STARTED", "REPAIR_COMPLETED", "VERIFICATION_PASSED", "PUBLISH_STARTED",
+    "PUBLISHED", "RUN_COMPLETED",
+]
+
+
+@pytest.fixture
+def ratchet(tmp_path):
+    return Ratchet(home=tmp_path / "home", repo=make_target_repo(tmp_path / "repo"))
+
+
+def test_local_run_research_to_done(ratchet, tmp_path):
+    first = ratchet.create()
+    assert first.returncode == 0, first.stderr
+    transitions = [line for line in first.stdout.splitlines() if "->" in line]
+    assert [t.split(": ", 1)[1].split(" (")[0] for t in transitions] == [
+        "queued -> research", "research -> specify", "specify -> awaiting_approval",
+    ]
+    run_id = ratchet.run_id()
+    status = ratchet.status(run_id)
+    assert status["state"] == "awaiting_approval"
+    assert status["completed_steps"] == ["queued.1", "research.1", "specify.1"]
+
+    approved = ratchet("approve-spec", run_id, "--hash", ratchet.spec_hash(run_id), "--json")
+    assert approved.returncode == 0, approved.stderr
+    final = json.loads(approved.stdout.splitlines()[-1])
+    assert final["run_id"] == run_id and final["state"] == "done"
+    assert final["completed_steps"][-5:] == [
+        "implement.1", "verify.1", "repair.1", "verify.2", "publish.1"]
+
+    # Each agent step ran exactly once.
+    assert ratchet.agent_runs() == ["research.1", "specify.1", "implement.1", "repair.1"]
+
+    folder = ratchet.export(run_id, tmp_path / "export")
+    missing = [p for p in LAYOUT if not (folder / p).is_file()]
+    assert missing == []
+    spec_sha = hashlib.sha256((folder / "spec.md").read_bytes()).hexdigest()
+    assert (folder / "approved-spec.sha256").read_text().strip() == spec_sha
+    result = json.loads((folder / "verification/result.json").read_text())
+    assert result["conclusion"] == "success"
+    assert "test_add" in (folder / "prompts/repair.1.md").read_text()
+
+    # The branch holds the repaired code; the target repository's own branch is untouched.
+    assert "return a + b" in git(ratchet.repo, "show", f"ratchet/{run_id}:calc.py")
+    assert git(ratchet.repo, "status", "--porcelain") == ""
+    assert git(ratchet.repo, "ls-files").split() == [".github/ratchet.yml", "README.md"]
+
+    events = [json.loads(line) for line in (folder / "events.ndjson").read_text().splitlines()]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    types = [e["type"] for e in events]
+    positions = [types.index(t) for t in EVENT_ORDER]
+    assert positions == sorted(positions), types
+    for event in events:
+        assert {"type", "at", "run", "step", "attempt", "lease", "revision"} <= event.keys()
+    effect_events = [e for e in events if e["type"].startswith("EFFECT_")]
+    assert {e["type"] for e in effect_events} == {"EFFECT_INTENDED", "EFFECT_CONFIRMED"}
+    for event in effect_events:
+        assert event["key"].startswith(f"{run_id}:")
+    intended = [e["key"] for e in effect_events if e["type"] == "EFFECT_INTENDED"]
+    confirmed = [e["key"] for e in effect_events if e["type"] == "EFFECT_CONFIRMED"]
+    assert sorted(intended) == sorted(confirmed) and len(set(intended)) == len(intended) == 5
+
+    effects = json.loads((folder / "effects.json").read_text())
+    assert {e["status"] for e in effects} == {"confirmed"}
+    assert Counter(key for _, key in ratchet.outbox_records(run_id)) == Counter(
+        {e["key"]: 1 for e in effects if e["kind"] != "push"})
+    assert len(git(ratchet.repo, "reflog", "show", f"ratchet/{run_id}").splitlines()) == 1
+
+
+def test_request_changes_sends_feedback_to_the_next_spec(ratchet, tmp_path):
+    ratchet.create()
+    run_id = ratchet.run_id()
+    first_hash = ratchet.spec_hash(run_id)
+    result = ratchet("request-changes", run_id, "--message", "Also cover negative numbers")
+    assert result.returncode == 0, result.stderr
+    status = ratchet.status(run_id)
+    assert status["state"] == "awaiting_approval" and status["step"] == "awaiting_approval.2"
+    folder = ratchet.export(run_id, tmp_path / "export")
+    assert "Also cover negative numbers" in (folder / "prompts/specify.2.md").read_text()
+    assert "with feedback" in (folder / "spec.md").read_text()
+    # The old hash no longer approves anything: the spec changed.
+    refused = ratchet("approve-spec", run_id, "--hash", first_hash)
+    assert refused.returncode == 2
+    assert ratchet.spec_hash(run_id) in refused.stderr
+
+
+def test_wrong_hash_is_refused_and_shows_the_current_one(ratchet):
+    ratchet.create()
+    run_id = ratchet.run_id()
+    refused = ratchet("approve-spec", run_id, "--hash", "deadbeef")
+    assert refused.returncode == 2
+    spec_sha = ratchet.status(run_id)["next_action"].split("--hash ")[1][:12]
+    assert spec_sha in refused.stderr and "does not match" in refused.stderr
+    assert ratchet.status(run_id)["state"] == "awaiting_approval"
+
+
+def test_detached_approval_records_only(ratchet):
+    ratchet.create()
+    run_id = ratchet.run_id()
+    result = ratchet("approve-spec", run_id, "--detach")
+    assert result.returncode == 0, result.stderr
+    status = ratchet.status(run_id)
+    assert status["state"] == "implement" and "implement.1" not in ratchet.agent_runs()
+    assert ratchet("resume", run_id).returncode == 0
+    assert ratchet.status(run_id)["state"] == "done"
+
+
+def test_unknown_run_and_ended_run(ratchet):
+    missing = ratchet("status", "r-nope")
+    assert missing.returncode == 2 and "r-nope" in missing.stderr
+    run_id, _ = drive_to_done(ratchet)
+    again = ratchet("resume", run_id)
+    assert again.returncode == 0 and "already ended: done" in again.stdout
+
+
+def test_runs_lists_newest_first(ratchet):
+    ratchet.create(title="first")
+    ratchet.create(title="second")
+    listed = json.loads(ratchet("runs", "--json").stdout)
+    assert [r["title"] for r in listed] == ["second", "first"]
+
+
+def test_not_a_repository_is_a_usage_error(ratchet, tmp_path):
+    (tmp_path / "plain").mkdir()
+    result = ratchet("run", "--repo", str(tmp_path / "plain"), "--title", "x")
+    assert result.returncode == 2 and "not a git repository" in result.stderr
+
+
+def test_agent_failures_are_classified(ratchet):
+    failed = ratchet.create(extra={"AGENT_EXIT": "research:3"})
+    assert failed.returncode == 1
+    run_id = ratchet.run_id()
+    status = ratchet.status(run_id)
+    assert status["state"] == "failed" and status["attempt"] == 1
+    assert "exit" in status["reason"]
+
+
+def test_transient_agent_exit_is_retried_then_gives_up(ratchet):
+    result = ratchet.create(extra={"AGENT_EXIT": "research:75", "RATCHET_MAX_ATTEMPTS": "2"})
+    assert result.returncode == 1
+    run_id = ratchet.run_id()
+    status = ratchet.status(run_id)
+    assert status["state"] == "failed" and status["attempt"] == 2
+    types = [e["type"] for e in ratchet.events(run_id)]
+    assert types.count("STEP_RETRY_SCHEDULED") == 1 and types.count("STEP_FAILED") == 2
+
+
+def test_invalid_setting_names_the_variable(ratchet):
+    result = ratchet("runs", extra={"RATCHET_LEASE_SECONDS": "soon"})
+    assert result.returncode == 2 and "RATCHET_LEASE_SECONDS" in result.stderr
