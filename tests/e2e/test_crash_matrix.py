@@ -1,0 +1,68 @@
+"""Kill the run's process group (SIGKILL) at every step boundary and inside every step.
+
+After each crash a fresh ``ratchet resume`` (or the approval) finishes the run; completed agent
+steps ran exactly once, no effect was recorded or applied twice, and the published tree equals
+the fault-free run's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from tests.e2e.harness import Ratchet, drive_to_done, make_target_repo
+from tests.gitrepo import git
+
+pytestmark = pytest.mark.slow
+
+AGENT_STEPS = ["research.1", "specify.1", "implement.1", "repair.1"]
+EFFECTS = ["specify.1:spec-ready", "publish.1:push", "publish.1:pull-request",
+           "publish.1:check-run", "publish.1:published"]
+CRASH_POINTS = (
+    [f"after_commit:{s}" for s in ["queued.1", *AGENT_STEPS, "verify.1", "verify.2",
+                                   "publish.1"]]
+    + [f"after_agent_output:{s}" for s in AGENT_STEPS]
+    + [f"after_effect_intent:{e}" for e in EFFECTS]
+    + [f"after_effect_applied:{e}" for e in EFFECTS]
+    + ["mid_verification:verify.1", "mid_verification:verify.2"]
+)
+
+
+@pytest.fixture(scope="module")
+def reference_tree(tmp_path_factory) -> str:
+    base = tmp_path_factory.mktemp("reference")
+    ratchet = Ratchet(home=base / "home", repo=make_target_repo(base / "repo"))
+    run_id, _ = drive_to_done(ratchet)
+    return ratchet.branch_tree(run_id)
+
+
+@pytest.mark.parametrize("crash", CRASH_POINTS)
+def test_crash_and_resume(crash, tmp_path, reference_tree):
+    ratchet = Ratchet(home=tmp_path / "home", repo=make_target_repo(tmp_path / "repo"))
+    run_id, fired = drive_to_done(ratchet, crash=crash)
+    assert fired, f"crash point {crash} was never reached"
+
+    # Completed agent steps ran exactly once (a step killed after its agent finished adopts
+    # that result instead of running the agent again).
+    assert Counter(ratchet.agent_runs()) == Counter(AGENT_STEPS)
+
+    folder = ratchet.export(run_id, tmp_path / "export")
+    events = [json.loads(line) for line in (folder / "events.ndjson").read_text().splitlines()]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert "LEASE_EXPIRED" in {e["type"] for e in events} or crash.startswith("after_commit")
+
+    effects = json.loads((folder / "effects.json").read_text())
+    assert sorted(e["key"] for e in effects) == sorted(f"{run_id}:{e}" for e in EFFECTS)
+    assert {e["status"] for e in effects} == {"confirmed"}
+    confirmations = Counter(e["key"] for e in events
+                            if e["type"] in {"EFFECT_CONFIRMED", "EFFECT_RECONCILED"})
+    assert set(confirmations.values()) == {1}, confirmations
+    # Applied once on the remote side: one record per key, one update of the branch.
+    records = Counter(key for _, key in ratchet.outbox_records(run_id))
+    assert set(records.values()) == {1} and len(records) == 4, records
+    assert len(git(ratchet.repo, "reflog", "show", f"ratchet/{run_id}").splitlines()) == 1
+
+    assert ratchet.branch_tree(run_id) == reference_tree
+    assert ratchet.status(run_id)["state"] == "done"
