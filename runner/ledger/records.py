@@ -225,3 +225,15 @@ class Change:
     reason: str | None = None
     head_revision: str | None = None
     release_lease: bool = False
+
+
+@dataclass(frozen=True)
+class RecoveryStats:
+    """What the ledger says about recovery, for metrics (all derived, nothing stored twice)."""
+
+    runs_by_state: dict[str, int]
+    lease_expirations: int
+    effect_reconciliations: int
+    resume_seconds: list[float]  # lease expired -> next lease acquired, per takeover
+    checkpoint_ages: list[float]  # seconds since the last checkpoint of each runnable run
+    step_attempts: list[int]  # attempts each completed step needed

@@ -95,6 +95,13 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         );
         """,
     ),
+    (
+        2,
+        """
+        ALTER TABLE runs ADD COLUMN woken_at {real};
+        CREATE INDEX events_by_type ON events (type);
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1][0]

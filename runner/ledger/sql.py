@@ -37,6 +37,7 @@ from runner.ledger.records import (
     Lease,
     NewEvent,
     NewRun,
+    RecoveryStats,
     Run,
 )
 from runner.workflow import ENDS, WAITS, State, allowed, is_runnable, is_wait
@@ -214,21 +215,78 @@ class SqlStore:
             )
         return [_run_from_row(r) for r in rows]
 
-    def runs_to_wake(self, *, now: float | None = None, limit: int = 1000) -> list[Run]:
+    def wake_due(
+        self, *, now: float | None = None, rewake_after: float = 30.0, limit: int = 1000
+    ) -> list[Run]:
         at = _now(now)
         runnable = ", ".join("?" for _ in _RUNNABLE)
         waits = ", ".join("?" for _ in _WAITS)
-        with self._read() as tx:
+        with self._write() as tx:
             rows = tx.all(
                 f"SELECT {RUN_COLUMNS} FROM runs WHERE"
-                f" (state IN ({runnable}) AND (lease_owner IS NULL OR lease_expires_at <= ?)"
-                "  AND (ready_at IS NULL OR ready_at <= ?))"
+                f" (state IN ({runnable}) AND (ready_at IS NULL OR ready_at <= ?) AND ("
+                "   (lease_owner IS NOT NULL AND lease_expires_at <= ?)"
+                "   OR (lease_owner IS NULL AND (woken_at IS NULL OR woken_at <= ?))))"
                 f" OR (state IN ({waits}) AND deadline IS NOT NULL AND deadline <= ?"
-                "  AND (lease_owner IS NULL OR lease_expires_at <= ?))"
-                " ORDER BY updated_at LIMIT ?",
-                (*_RUNNABLE, at, at, *_WAITS, at, at, limit),
+                "  AND lease_owner IS NULL AND (woken_at IS NULL OR woken_at <= ?))"
+                f" ORDER BY updated_at LIMIT ?{self.lock_clause}",
+                (*_RUNNABLE, at, at, at - rewake_after, *_WAITS, at, at - rewake_after, limit),
             )
-        return [_run_from_row(r) for r in rows]
+            runs = [_run_from_row(r) for r in rows]
+            woken = []
+            for run in runs:
+                if run.lease_owner is not None:
+                    seq = self._allocate(tx, run.id, 1)
+                    self._insert_events(tx, run.id, seq, run.lease_epoch, at, [NewEvent(
+                        "LEASE_EXPIRED", step=run.step, attempt=run.attempt,
+                        data={"owner": run.lease_owner, "epoch": run.lease_epoch,
+                              "expired_at": run.lease_expires_at, "by": "reaper"},
+                    )])
+                    run = replace(run, lease_owner=None, lease_expires_at=None)
+                tx.run(
+                    "UPDATE runs SET woken_at = ?, lease_owner = NULL, lease_expires_at = NULL"
+                    " WHERE id = ?",
+                    (at, run.id),
+                )
+                woken.append(run)
+        return woken
+
+    def recovery_stats(self, *, now: float | None = None) -> RecoveryStats:
+        at = _now(now)
+        with self._read() as tx:
+            by_state = {state: int(n) for state, n in
+                        tx.all("SELECT state, COUNT(*) FROM runs GROUP BY state")}
+            counts = dict(tx.all(
+                "SELECT type, COUNT(*) FROM events WHERE type IN (?, ?) GROUP BY type",
+                ("LEASE_EXPIRED", "EFFECT_RECONCILED"),
+            ))
+            lease_events = tx.all(
+                "SELECT run_id, type, at, data FROM events WHERE type IN (?, ?)"
+                " ORDER BY run_id, seq",
+                ("LEASE_EXPIRED", "LEASE_ACQUIRED"),
+            )
+            runnable = ", ".join("?" for _ in _RUNNABLE)
+            last_checkpoints = tx.all(
+                "SELECT MAX(c.created_at) FROM runs r JOIN checkpoints c ON c.run_id = r.id"
+                f" WHERE r.state IN ({runnable}) GROUP BY r.id",
+                _RUNNABLE,
+            )
+            attempts = [int(a) for (a,) in tx.all("SELECT attempt FROM checkpoints")]
+        resume: list[float] = []
+        expired: dict[str, float] = {}
+        for run_id, kind, when, data in lease_events:
+            if kind == "LEASE_EXPIRED":
+                expired[run_id] = json.loads(data).get("expired_at") or when
+            elif run_id in expired:
+                resume.append(max(0.0, when - expired.pop(run_id)))
+        return RecoveryStats(
+            runs_by_state=by_state,
+            lease_expirations=int(counts.get("LEASE_EXPIRED", 0)),
+            effect_reconciliations=int(counts.get("EFFECT_RECONCILED", 0)),
+            resume_seconds=resume,
+            checkpoint_ages=[at - t for (t,) in last_checkpoints],
+            step_attempts=attempts,
+        )
 
     # --- leases --------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from runner.ledger.records import (
     Lease,
     NewEvent,
     NewRun,
+    RecoveryStats,
     Run,
 )
 from runner.workflow import State
@@ -33,9 +34,15 @@ class Store(Protocol):
     def list_runs(
         self, *, limit: int = 100, states: Collection[State] | None = None
     ) -> list[Run]: ...
-    def runs_to_wake(self, *, now: float | None = None, limit: int = 1000) -> list[Run]:
-        """Runnable runs with no live lease and no backoff pending, plus waits past deadline."""
+    def wake_due(
+        self, *, now: float | None = None, rewake_after: float = 30.0, limit: int = 1000
+    ) -> list[Run]:
+        """Runs a worker should look at now, marked as woken: runnable runs whose lease
+        expired (cleared here, with one LEASE_EXPIRED event) or that have none and were not
+        woken in the last ``rewake_after`` seconds, and waits past their deadline."""
         ...
+
+    def recovery_stats(self, *, now: float | None = None) -> RecoveryStats: ...
 
     # leases
     def acquire_lease(
@@ -74,6 +81,9 @@ class Store(Protocol):
         ...
 
     def checkpoint(self, run_id: str, step: str) -> Checkpoint | None: ...
+    def completed_steps(self, run_id: str) -> list[str]:
+        """Steps with a checkpoint, in order (names only, no hash check: for reporting)."""
+        ...
 
     # effects
     def intend_effect(

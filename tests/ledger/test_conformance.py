@@ -16,6 +16,7 @@ from runner.errors import (
     StaleWrite,
     UnknownRun,
 )
+from runner.ledger import schema
 from runner.ledger.records import (
     Change,
     Checkpoint,
@@ -298,7 +299,7 @@ def test_signal_only_on_a_wait_without_lease(store):
         store.signal("r1", Change(run.version, State.IMPLEMENT, "implement.1"), now=T0)
 
 
-def test_runs_to_wake(store):
+def test_wake_due_expires_dead_leases_once_and_throttles_rewakes(store):
     for rid in ("free", "held", "expired", "backoff", "waiting", "overdue"):
         new_run(store, rid)
     store.acquire_lease("held", "A", ttl=100, now=T0)
@@ -313,8 +314,38 @@ def test_runs_to_wake(store):
             run = store.apply(lease, Change(run.version, state, f"{state.value}.1"), now=T0)
         store.apply(lease, Change(run.version, State.AWAITING_APPROVAL, "awaiting_approval.1",
                                   deadline=deadline, release_lease=True), now=T0)
-    woken = {r.id for r in store.runs_to_wake(now=T0 + 10)}
-    assert woken == {"free", "expired", "overdue"}
+    woken = store.wake_due(now=T0 + 10, rewake_after=30)
+    assert {r.id for r in woken} == {"free", "expired", "overdue"}
+    assert all(r.lease_owner is None for r in woken)
+    expired = store.get_run("expired")
+    assert expired.lease_owner is None and expired.lease_epoch == 1
+    assert [e.type for e in store.events("expired")][-1] == "LEASE_EXPIRED"
+    # Woken runs are not woken again until rewake_after has passed; the lease expired once.
+    assert store.wake_due(now=T0 + 20, rewake_after=30) == []
+    assert {r.id for r in store.wake_due(now=T0 + 41, rewake_after=30)} == {
+        "free", "expired", "overdue"}
+    assert [e.type for e in store.events("expired")].count("LEASE_EXPIRED") == 1
+    # A takeover after the reaper cleared the lease records no second expiry.
+    store.acquire_lease("expired", "B", ttl=10, now=T0 + 42)
+    assert [e.type for e in store.events("expired")].count("LEASE_EXPIRED") == 1
+
+
+def test_recovery_stats(store):
+    new_run(store, "a")
+    new_run(store, "b")
+    store.acquire_lease("a", "A", ttl=5, now=T0)
+    store.wake_due(now=T0 + 6)
+    store.acquire_lease("a", "B", ttl=5, now=T0 + 8)
+    lease = store.acquire_lease("b", "A", ttl=5, now=T0)
+    store.apply(lease, Change(store.get_run("b").version, State.RESEARCH, "research.1",
+                              checkpoint=Checkpoint("b", "queued.1", 2, {}, {})), now=T0 + 1)
+    store.intend_effect(lease, EffectIntent("b:x:c", "b", "x", "comment", {"body": "1"}))
+    store.confirm_effect(lease, "b:x:c", {"id": 1}, reconciled=True)
+    stats = store.recovery_stats(now=T0 + 11)
+    assert stats.runs_by_state == {"queued": 1, "research": 1}
+    assert stats.lease_expirations == 1 and stats.effect_reconciliations == 1
+    assert stats.resume_seconds == [3.0]
+    assert stats.checkpoint_ages == [10.0] and stats.step_attempts == [2]
 
 
 def test_list_runs_newest_first_and_by_state(store):
@@ -327,7 +358,7 @@ def test_list_runs_newest_first_and_by_state(store):
 
 def test_migrations_are_idempotent_and_newer_schema_is_refused(store):
     store.migrate()
-    assert store.schema_version() == 1
+    assert store.schema_version() == schema.LATEST == 2
     raw(store, "INSERT INTO ledger_schema (version) VALUES (99)")
     with pytest.raises(LedgerError, match="newer than this Ratchet"):
         store.migrate()

@@ -12,6 +12,7 @@ import pytest
 
 from runner.errors import LedgerUnavailable
 from runner.ledger import open_store
+from runner.ledger import schema as schema_module
 from runner.ledger.postgres import PostgresStore, redact
 from runner.ledger.records import NewEvent, NewRun
 
@@ -98,7 +99,7 @@ def test_open_store_selects_postgres_and_creates_a_missing_schema(postgres_url):
     schema = f"ledger_test_{secrets.token_hex(6)}"
     store = open_store(with_query(postgres_url, schema=schema))
     try:
-        assert isinstance(store, PostgresStore) and store.schema_version() == 1
+        assert isinstance(store, PostgresStore) and store.schema_version() == schema_module.LATEST
         store.create_run(NewRun(id="r1", repo="x", title="t"))
         with psycopg.connect(postgres_url, autocommit=True) as admin:
             row = admin.execute(
