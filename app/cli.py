@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from app.settings import Settings, SettingsError, load_settings
+from app.worker import enqueue_run
 from runner.canonical import sha256_hex
 from runner.engine import Engine, RunNotWaiting, SpecHashMismatch
 from runner.errors import LedgerUnavailable, RatchetError, StaleWrite, UnknownRun
@@ -57,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     body.add_argument("--body-file", type=Path, help="read the description from a file")
     run.add_argument("--agent-command", help="agent command template (RATCHET_AGENT_COMMAND)")
     run.add_argument("--json", action="store_true", help="end with a JSON line")
+    run.add_argument("--detach", action="store_true",
+                     help="enqueue for a worker instead of executing here")
     run.set_defaults(handler=cmd_run)
 
     status = sub.add_parser("status", help="what was done, the state, effects, next action")
@@ -72,14 +75,16 @@ def build_parser() -> argparse.ArgumentParser:
     approve = sub.add_parser("approve-spec", help="approve the current spec and continue")
     approve.add_argument("run_id", metavar="RUN")
     approve.add_argument("--hash", dest="hash_prefix", help="prefix of the spec's sha256")
-    approve.add_argument("--detach", action="store_true", help="record the approval only")
+    approve.add_argument("--detach", action="store_true",
+                         help="record the approval and enqueue the run for a worker")
     approve.add_argument("--json", action="store_true")
     approve.set_defaults(handler=cmd_approve)
 
     changes = sub.add_parser("request-changes", help="send the spec back with feedback")
     changes.add_argument("run_id", metavar="RUN")
     changes.add_argument("--message", required=True)
-    changes.add_argument("--detach", action="store_true", help="record the request only")
+    changes.add_argument("--detach", action="store_true",
+                         help="record the request and enqueue the run for a worker")
     changes.add_argument("--json", action="store_true")
     changes.set_defaults(handler=cmd_request_changes)
 
@@ -98,6 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
     verify = sub.add_parser("verify", help="run the deterministic verification plan")
     configure_parser(verify)
     verify.set_defaults(handler=lambda args, _settings: run_verify(args), needs_ledger=False)
+
+    worker = sub.add_parser("worker", help="a Dramatiq worker on RATCHET_BROKER_URL")
+    worker.add_argument("--processes", type=int, default=1)
+    worker.add_argument("--threads", type=int, default=4)
+    worker.set_defaults(handler=cmd_worker)
 
     serve = sub.add_parser("serve", help="the HTTP service (webhooks, API) under uvicorn")
     serve.add_argument("--host", default="127.0.0.1")
@@ -143,6 +153,9 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
                                   agent_command=args.agent_command)
     _announce(f"{run.id}: created (base {run.base_revision})", args.json)
     _project(store, settings, run)
+    if args.detach:
+        _announce(enqueue_run(settings, run.id), args.json)
+        return _finish(store, settings, run, args.json, announce=False)
     return _finish(store, settings, engine.advance(run.id), args.json)
 
 
@@ -191,6 +204,12 @@ def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    from app.worker import run_worker
+
+    return run_worker(settings, processes=args.processes, threads=args.threads)
+
+
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from app.service import serve
 
@@ -206,7 +225,8 @@ def _signal(args: argparse.Namespace, settings: Settings, send: Callable[[Engine
     engine = _engine(store, settings, json_output=args.json)
     run = send(engine)
     if args.detach:
-        return _finish(store, settings, run, args.json)
+        _announce(enqueue_run(settings, run.id), args.json)
+        return _finish(store, settings, run, args.json, announce=False)
     return _finish(store, settings, engine.advance(run.id), args.json)
 
 

@@ -1,26 +1,58 @@
-"""The HTTP service: one Starlette app built in one factory, served by uvicorn."""
+"""The HTTP service: one Starlette app built in one factory, served by uvicorn.
+
+On embedded defaults (no RATCHET_BROKER_URL) the service also runs Dramatiq's in-process
+worker on a StubBroker and the reaper, so `ratchet serve` alone executes runs.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from app.metrics import registry_for
 from app.settings import Settings
+from runner.delivery import Delivery, Reaper
 from runner.ledger import Store, open_store
 
+log = logging.getLogger(__name__)
 
-def create_app(store: Store) -> Starlette:
+
+def create_app(store: Store, *, broker_ping: Callable[[], None] | None = None,
+               lifespan: Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]
+               | None = None) -> Starlette:
+    registry = registry_for(store)
+
     async def healthz(request: Request) -> PlainTextResponse:
         return PlainTextResponse("ok")
+
+    async def readyz(request: Request) -> JSONResponse:
+        checks: dict[str, str] = {}
+        for name, probe in (("ledger", store.ping), ("broker", broker_ping)):
+            if probe is None:
+                checks[name] = "in-process"
+                continue
+            try:
+                await asyncio.to_thread(probe)
+                checks[name] = "ok"
+            except Exception as exc:
+                checks[name] = f"unavailable: {exc}"
+        ready = all(v in {"ok", "in-process"} for v in checks.values())
+        return JSONResponse(checks, status_code=200 if ready else 503)
 
     async def list_runs(request: Request) -> JSONResponse:
         try:
             limit = min(max(int(request.query_params.get("limit", "100")), 1), 1000)
         except ValueError:
             return JSONResponse({"error": "limit must be an integer"}, status_code=400)
-        runs = store.list_runs(limit=limit)
+        runs = await asyncio.to_thread(store.list_runs, limit=limit)
         return JSONResponse([
             {"run_id": r.id, "state": r.state.value, "step": r.step, "attempt": r.attempt,
              "title": r.title, "repo": r.repo, "created_at": r.created_at,
@@ -28,17 +60,61 @@ def create_app(store: Store) -> Starlette:
             for r in runs
         ])
 
-    return Starlette(routes=[
-        Route("/healthz", healthz),
-        Route("/api/runs", list_runs),
-    ])
+    async def metrics(request: Request) -> Response:
+        body = await asyncio.to_thread(generate_latest, registry)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+    return Starlette(
+        routes=[
+            Route("/healthz", healthz),
+            Route("/readyz", readyz),
+            Route("/api/runs", list_runs),
+            Route("/metrics", metrics),
+        ],
+        lifespan=lifespan,
+    )
 
 
 def serve(settings: Settings, *, host: str, port: int) -> None:
     import uvicorn
+    from dramatiq import Worker
+
+    from app.worker import build_delivery
 
     store = open_store(settings.ledger_url)
+    delivery = build_delivery(settings, reaper=False)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        worker = None
+        if not settings.broker_url:
+            worker = Worker(delivery.broker, worker_threads=settings.threads,
+                            worker_timeout=100)
+            worker.start()
+        _, stop_reaper = Reaper(store, delivery.enqueue, interval=settings.reap_seconds).start()
+        log.info("serving on %s:%d (%s)", host, port,
+                 "in-process worker" if worker else f"broker {settings.queue!r}")
+        try:
+            yield
+        finally:
+            stop_reaper.set()
+            if worker is not None:
+                delivery.stop_sessions()
+                worker.stop()
+
+    app = create_app(store, broker_ping=_broker_ping(delivery), lifespan=lifespan)
     try:
-        uvicorn.run(create_app(store), host=host, port=port, log_level="info")
+        uvicorn.run(app, host=host, port=port, log_level="info")
     finally:
         store.close()
+
+
+def _broker_ping(delivery: Delivery) -> Callable[[], None] | None:
+    client = getattr(delivery.broker, "client", None)  # RedisBroker
+    if client is None:
+        return None
+
+    def ping() -> None:
+        client.ping()
+
+    return ping

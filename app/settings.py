@@ -26,6 +26,9 @@ class Settings(BaseSettings):
     home: Path = Field(default_factory=default_home)
     store_url: str | None = None  # sqlite:///PATH or postgresql://...; default $home/ratchet.db
     broker_url: str | None = None  # redis:// or amqp://; unset: in-process StubBroker
+    queue: str = "ratchet"  # Dramatiq queue name and Redis key namespace
+    shutdown_seconds: float = Field(600.0, gt=0)  # SIGTERM: how long a worker may finish
+    threads: int = Field(4, ge=1)  # in-process worker threads of `ratchet serve`
     agent_command: str | None = None
     lease_seconds: float = Field(30.0, gt=0)
     reap_seconds: float = Field(5.0, gt=0)

@@ -12,6 +12,7 @@ for a human. A refused write means another worker owns the run: this one stops a
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -19,6 +20,7 @@ import random
 import secrets
 import shutil
 import socket
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -34,6 +36,7 @@ from runner.errors import (
     CorruptCheckpoint,
     CorruptRecord,
     DeterministicFailure,
+    LedgerError,
     PolicyViolation,
     RatchetError,
     StaleWrite,
@@ -124,6 +127,9 @@ class Engine:
         self.on_change = on_change or (lambda old, new: None)
         self.agent_for = agent_for or self._command_agent
         self.executor_for = executor_for or self._local_sink
+        # Set on a worker's graceful shutdown: sessions stop after the step they are in.
+        self.stopping = threading.Event()
+        self._sessions = itertools.count(1)
 
     # --- creating and signalling runs ----------------------------------------------------
 
@@ -227,8 +233,9 @@ class Engine:
                     return run
                 time.sleep(min(run.ready_at - now, 5.0))
                 continue
-            lease = self.store.acquire_lease(run_id, self.settings.owner,
-                                             ttl=self.settings.lease_seconds)
+            # A fresh owner per session: two threads of one process never share a lease.
+            owner = f"{self.settings.owner}/{next(self._sessions)}"
+            lease = self.store.acquire_lease(run_id, owner, ttl=self.settings.lease_seconds)
             if lease is None:
                 if not wait:
                     return run
@@ -238,8 +245,9 @@ class Engine:
                 time.sleep(min(max(remaining, 0.05), 1.0))
                 continue
             run = Session(self, lease).execute()
-            if is_runnable(run.state) and not wait:
-                return run  # a retry is scheduled; the queue or reaper wakes it
+            if is_runnable(run.state) and (not wait or self.stopping.is_set()):
+                # A retry is scheduled or this worker is stopping: the queue or reaper wakes it.
+                return self.store.get_run(run_id)
 
     def _time_out(self, run: Run) -> None:
         reason = "no approval arrived before the deadline; approve or request changes to go on"
@@ -278,7 +286,10 @@ class Session:
             with self.heartbeat:
                 return self._execute()
         finally:
-            self.store.release_lease(self.heartbeat.lease)
+            try:
+                self.store.release_lease(self.heartbeat.lease)
+            except LedgerError as exc:  # it expires on its own; never mask the real outcome
+                log.warning("run %r: could not release the lease: %s", self.lease.run_id, exc)
 
     def _execute(self) -> Run:
         run = self.store.get_run(self.lease.run_id)
@@ -297,6 +308,10 @@ class Session:
             run = self._step(ctx)
             if is_runnable(run.state) and run.ready_at is not None:
                 break  # a retry is scheduled under a new lease
+            if self.engine.stopping.is_set():
+                log.info("run %r: worker stopping; releasing the lease after %r", run.id,
+                         ctx.history[-1].step if ctx.history else run.step)
+                break
         if run.state is State.DONE:
             self.engine.workspaces.remove_run(run.id)
             shutil.rmtree(self.settings.home / "scratch" / run.id, ignore_errors=True)

@@ -1,0 +1,60 @@
+"""Wiring Dramatiq to settings: the delivery, `ratchet worker`, and enqueueing detached runs."""
+
+from __future__ import annotations
+
+import logging
+
+from app.settings import Settings
+from runner.delivery import Delivery, Reaper, WorkerLifecycle, make_broker
+from runner.engine import Engine
+from runner.ledger import open_store
+
+log = logging.getLogger(__name__)
+
+
+def build_delivery(settings: Settings, *, reaper: bool) -> Delivery:
+    """The broker of RATCHET_BROKER_URL with the ``advance_run`` actor declared on it.
+
+    With ``reaper``, every worker process that boots on this broker also runs a reaper.
+    """
+    broker = make_broker(settings.broker_url, namespace=settings.queue)
+    delivery = Delivery(
+        broker,
+        lambda: Engine(open_store(settings.ledger_url), settings.engine_settings()),
+        queue=settings.queue,
+    )
+
+    def make_reaper() -> Reaper:
+        return Reaper(open_store(settings.ledger_url), delivery.enqueue,
+                      interval=settings.reap_seconds)
+
+    broker.add_middleware(WorkerLifecycle(delivery, make_reaper if reaper else None))
+    return delivery
+
+
+def run_worker(settings: Settings, *, processes: int, threads: int) -> int:
+    """Dramatiq's own worker CLI on the broker module ``app.tasks``."""
+    from dramatiq.cli import main as dramatiq_main
+    from dramatiq.cli import make_argument_parser
+
+    if not settings.broker_url:
+        raise SystemExit(
+            "ratchet worker needs RATCHET_BROKER_URL (redis://... or amqp://...); without a"
+            " broker, `ratchet serve` runs the in-process worker itself"
+        )
+    args = make_argument_parser().parse_args([
+        "app.tasks:broker", "--processes", str(processes), "--threads", str(threads),
+        "--queues", settings.queue, "--worker-shutdown-timeout",
+        str(int(settings.shutdown_seconds * 1000)), "--skip-logging",
+    ])
+    return int(dramatiq_main(args) or 0)
+
+
+def enqueue_run(settings: Settings, run_id: str) -> str:
+    """Send a wake-up for ``run_id``; returns a sentence saying who will run it."""
+    if not settings.broker_url:
+        return (f"run {run_id} is queued in the ledger; a running `ratchet serve` (in-process"
+                " worker and reaper) picks it up")
+    delivery = build_delivery(settings, reaper=False)
+    delivery.enqueue(run_id)
+    return f"run {run_id} enqueued on {settings.queue!r}; a `ratchet worker` will run it"
