@@ -1,0 +1,106 @@
+"""Workers on real Redis and PostgreSQL: takeover after SIGKILL, duplicates, lost messages."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.distributed.cluster import cluster
+from tests.gitrepo import git
+
+pytestmark = pytest.mark.slow
+AGENT_STEPS = ["research.1", "specify.1", "implement.1", "repair.1"]
+
+
+def wait_for(path: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def assert_finished_once(group, run_id: str) -> None:
+    ratchet = group.ratchet
+    assert Counter(ratchet.agent_runs()) == Counter(AGENT_STEPS)
+    records = Counter(key for _, key in ratchet.outbox_records(run_id))
+    assert set(records.values()) == {1} and len(records) == 4, records
+    assert len(git(ratchet.repo, "reflog", "show", f"ratchet/{run_id}").splitlines()) == 1
+    events = ratchet.events(run_id)
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    confirmations = Counter(e["key"] for e in events
+                            if e["type"] in {"EFFECT_CONFIRMED", "EFFECT_RECONCILED"})
+    assert set(confirmations.values()) == {1}
+
+
+def test_sigkilled_worker_is_taken_over_within_the_bound(tmp_path, postgres_url, redis_url):
+    block = tmp_path / "block"
+    with cluster(tmp_path, postgres_url, redis_url,
+                 env={"AGENT_BLOCK_FILE": str(block)}) as group:
+        workers = [group.start_worker(), group.start_worker()]
+        run_id = group.create_detached()
+        group.wait_for_state(run_id, {"awaiting_approval"})
+        assert group.ratchet("approve-spec", run_id, "--detach").returncode == 0
+        wait_for(Path(f"{block}.seen"))
+        agent_pid = int(Path(f"{block}.seen").read_text())
+        worker_pgid = os.getpgid(_parent(agent_pid))
+        [victim] = [w for w in workers if w.pid == worker_pgid]
+        os.killpg(victim.pid, signal.SIGKILL)  # the worker running implement, whole group
+        os.killpg(os.getpgid(agent_pid), signal.SIGKILL)  # and its agent, as on a lost host
+        killed_at = time.time()
+
+        group.wait_for_state(run_id, {"done"})
+        events = group.ratchet.events(run_id)
+        expired = next(e for e in events if e["type"] == "LEASE_EXPIRED")
+        resumed = next(e for e in events if e["type"] == "LEASE_ACQUIRED"
+                       and e["seq"] > expired["seq"])
+        bound = 2.0 + 0.5 + 2.0  # lease TTL + reap interval + 2 s
+        assert resumed["at"] - killed_at <= bound, resumed["at"] - killed_at
+        assert resumed["data"]["owner"] != expired["data"]["owner"]
+        assert_finished_once(group, run_id)
+
+
+def test_duplicate_deliveries_execute_each_step_once(tmp_path, postgres_url, redis_url):
+    with cluster(tmp_path, postgres_url, redis_url) as group:
+        run_id = group.create_detached()
+        group.enqueue(run_id, times=9)  # ten messages for one run
+        group.start_worker(threads=3)
+        group.start_worker(threads=3)
+        group.wait_for_state(run_id, {"awaiting_approval"})
+        assert group.ratchet("approve-spec", run_id, "--detach").returncode == 0
+        group.enqueue(run_id, times=9)
+        group.wait_for_state(run_id, {"done"})
+        assert_finished_once(group, run_id)
+        types = Counter(e["type"] for e in group.ratchet.events(run_id))
+        assert types["RESEARCH_STARTED"] == 1 and types["IMPLEMENTATION_STARTED"] == 1
+
+
+def test_runs_finish_after_the_broker_loses_every_message(tmp_path, postgres_url, redis_url):
+    with cluster(tmp_path, postgres_url, redis_url) as group:
+        runs = [group.create_detached(title=f"task {i}") for i in range(4)]
+        client = redis.Redis.from_url(redis_url)
+        flushed = [k for k in client.scan_iter(f"{group.queue}:*")]
+        assert flushed, "the detached runs should have left messages in Redis"
+        client.delete(*flushed)  # the broker's data for this cluster is gone
+        group.start_worker(threads=1)
+        group.start_worker(threads=1)
+        for run_id in runs:
+            group.wait_for_state(run_id, {"awaiting_approval"})
+            assert group.ratchet("approve-spec", run_id, "--detach").returncode == 0
+        for key in client.scan_iter(f"{group.queue}:*"):
+            if key.endswith((b".msgs", group.queue.encode())):
+                client.delete(key)
+        for run_id in runs:
+            group.wait_for_state(run_id, {"done"})
+        agent_runs = Counter(group.ratchet.agent_runs())
+        assert agent_runs == Counter({step: 4 for step in AGENT_STEPS})
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as fh:
+        return int(fh.read().rsplit(")", 1)[1].split()[1])
