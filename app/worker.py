@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 
+from dramatiq.errors import DramatiqError
+from redis.exceptions import RedisError
+
 from app.settings import Settings
 from runner.delivery import Delivery, Reaper, WorkerLifecycle, make_broker
 from runner.engine import Engine
@@ -56,5 +59,11 @@ def enqueue_run(settings: Settings, run_id: str) -> str:
         return (f"run {run_id} is queued in the ledger; a running `ratchet serve` (in-process"
                 " worker and reaper) picks it up")
     delivery = build_delivery(settings, reaper=False)
-    delivery.enqueue(run_id)
+    try:
+        delivery.enqueue(run_id)
+    except (DramatiqError, RedisError, OSError) as exc:
+        # The ledger already holds the run; a worker's reaper wakes it once the broker is back.
+        log.warning("run %r: broker unreachable: %s", run_id, exc)
+        return (f"run {run_id} is recorded but the broker is unreachable ({exc}); a worker's"
+                " reaper will wake it once the broker is back")
     return f"run {run_id} enqueued on {settings.queue!r}; a `ratchet worker` will run it"

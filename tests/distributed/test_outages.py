@@ -1,0 +1,72 @@
+"""Outages of the ledger and of the broker mid-run, on throwaway servers (never the machine's).
+
+Workers back off without a crash loop and finish the run once the service is back: nothing
+lost, nothing done twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import pytest
+
+from tests.distributed.cluster import cluster
+from tests.distributed.test_workers import AGENT_STEPS, assert_finished_once
+from tests.services import throwaway_postgres, throwaway_redis
+
+pytestmark = pytest.mark.slow
+OUTAGE_SECONDS = 5
+
+
+def wait_until_state_leaves(group, run_id: str, states: set[str], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while group.ratchet.status(run_id)["state"] in states:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+
+
+def test_ledger_outage_mid_run(tmp_path, redis_url):
+    with throwaway_postgres(tmp_path) as pg, cluster(
+        tmp_path, pg.url, redis_url, env={"AGENT_SLEEP": "1"}
+    ) as group:
+        workers = [group.start_worker(), group.start_worker()]
+        run_id = group.create_detached()
+        wait_until_state_leaves(group, run_id, {"queued"})  # research is running
+        pg.stop()
+        time.sleep(OUTAGE_SECONDS)
+        assert all(w.poll() is None for w in workers), "a worker died during the outage"
+        pg.start()
+        group.wait_for_state(run_id, {"awaiting_approval"})
+        assert group.ratchet("approve-spec", run_id, "--detach").returncode == 0
+        group.wait_for_state(run_id, {"done"})
+        assert all(w.poll() is None for w in workers)
+        assert_finished_once(group, run_id)
+        acquired = Counter(e["type"] for e in group.ratchet.events(run_id))["LEASE_ACQUIRED"]
+        assert acquired < 12, f"{acquired} lease acquisitions: a crash loop"
+
+
+def test_broker_outage_mid_run(tmp_path, postgres_url):
+    with throwaway_redis(tmp_path) as broker, cluster(
+        tmp_path, postgres_url, broker.url, env={"AGENT_SLEEP": "1"}
+    ) as group:
+        workers = [group.start_worker(), group.start_worker()]
+        run_id = group.create_detached()
+        wait_until_state_leaves(group, run_id, {"queued"})
+        broker.stop()  # mid-research: every queued message is lost with it
+        time.sleep(OUTAGE_SECONDS)
+        assert all(w.poll() is None for w in workers), "a worker died during the outage"
+        broker.start()
+        group.wait_for_state(run_id, {"awaiting_approval"})
+
+        broker.stop()  # the approval's wake-up message cannot even be sent
+        approved = group.ratchet("approve-spec", run_id, "--detach")
+        assert approved.returncode == 0
+        assert "broker is unreachable" in approved.stdout + approved.stderr
+        time.sleep(OUTAGE_SECONDS)
+        assert group.ratchet.status(run_id)["state"] == "implement"
+        broker.start()
+        group.wait_for_state(run_id, {"done"})
+        assert all(w.poll() is None for w in workers)
+        assert_finished_once(group, run_id)
+        assert Counter(group.ratchet.agent_runs()) == Counter(AGENT_STEPS)
