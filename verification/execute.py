@@ -141,7 +141,8 @@ def execute_plan(
     with (
         tempfile.TemporaryDirectory(prefix="ratchet-verify-") as scratch,
         ThreadPoolExecutor(
-            max_workers=max(1, plan.concurrency), thread_name_prefix="ratchet-check"
+            max_workers=max(1, plan.concurrency or os.cpu_count() or 1),
+            thread_name_prefix="ratchet-check",
         ) as pool,
     ):
         runner.scratch = Path(scratch)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -95,7 +94,7 @@ class Plan:
 
     workspaces: tuple[PlannedWorkspace, ...]
     checks: tuple[PlannedCheck, ...]
-    concurrency: int
+    concurrency: int | None  # None: as many as the executing machine has cores
 
     @property
     def is_empty(self) -> bool:
@@ -144,7 +143,7 @@ class Plan:
                 )
                 for c in data["checks"]
             ),
-            concurrency=int(data["concurrency"]),
+            concurrency=None if data["concurrency"] is None else int(data["concurrency"]),
         )
 
     @classmethod
@@ -155,7 +154,8 @@ class Plan:
 def build_plan(changed_files: Iterable[str], tree: Tree, config: VerifyConfig) -> Plan:
     """Plan the checks that `changed_files` call for (see the module docstring for the rules).
 
-    `concurrency` is the config's value, or the number of cores of this machine when unset.
+    `concurrency` is the config's value; unset, it stays None so the plan (and its hash) does
+    not depend on the machine, and the executor uses the cores of the one it runs on.
     """
     all_paths = sorted(set(tree.paths()))
     changed = sorted({normpath(path.strip()) for path in changed_files if path.strip()})
@@ -200,8 +200,7 @@ def build_plan(changed_files: Iterable[str], tree: Tree, config: VerifyConfig) -
         if workspace_checks:
             planned_workspaces.append(PlannedWorkspace(folder, setup))
             checks.extend(workspace_checks)
-    concurrency = config.concurrency or os.cpu_count() or 1
-    return Plan(tuple(planned_workspaces), tuple(checks), concurrency)
+    return Plan(tuple(planned_workspaces), tuple(checks), config.concurrency)
 
 
 def is_global_file(path: str) -> bool:

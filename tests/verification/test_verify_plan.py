@@ -158,3 +158,24 @@ def test_go_rust_and_node_package_managers(make_repo: Callable[[Files], Path]) -
         ("ui:node-test", "pnpm run test"),
         ("ui:node-build", "pnpm run build"),
     ]
+
+
+def test_plan_hash_does_not_depend_on_the_machine(monkeypatch):
+    """Unset concurrency stays unset in the plan: two hosts with other core counts agree."""
+    from verification.config import VerifyConfig
+    from verification.plan import build_plan
+
+    class OneFile:
+        def paths(self):
+            return ["pyproject.toml", "pkg/mod.py"]
+
+        def read_text(self, path):
+            return "[project]\nname='x'\n" if path == "pyproject.toml" else ""
+
+    hashes = set()
+    for cores in (2, 64):
+        monkeypatch.setattr("os.cpu_count", lambda cores=cores: cores)
+        plan = build_plan(["pkg/mod.py"], OneFile(), VerifyConfig())
+        assert plan.concurrency is None
+        hashes.add(plan.sha256)
+    assert len(hashes) == 1
