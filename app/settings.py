@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import Field, ValidationError
@@ -10,6 +11,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from runner.engine import EngineSettings
 from runner.faults import CrashPoints
+from runner.redact import Redactor
 
 # Variables that configure Ratchet itself: none of them reaches an agent's environment.
 _PREFIX = "RATCHET_"
@@ -48,7 +50,8 @@ class Settings(BaseSettings):
             agent_timeout=self.agent_timeout,
             approval_timeout=self.approval_timeout,
             max_attempts=self.max_attempts,
-            agent_env=agent_environment(os.environ),
+            child_env=child_environment(os.environ),
+            redact=Redactor.from_environment(os.environ),
             default_agent_command=self.agent_command,
             crash=CrashPoints(self.crash_at),
         )
@@ -69,6 +72,7 @@ def load_settings() -> Settings:
         raise SettingsError(f"invalid settings: {problems}") from None
 
 
-def agent_environment(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
-    """The environment an agent gets: ours without Ratchet's own (possibly secret) settings."""
+def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment of agents and checks: ours without Ratchet's own (possibly secret)
+    settings."""
     return {k: v for k, v in environ.items() if not k.startswith(_PREFIX)}

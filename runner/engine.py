@@ -49,6 +49,7 @@ from runner.faults import NO_CRASH, CrashPoints
 from runner.lease import Heartbeat
 from runner.ledger.records import Change, Checkpoint, Lease, NewEvent, NewRun, Run
 from runner.ledger.store import Store
+from runner.redact import NO_REDACTION, Redactor
 from runner.sink import LocalSink
 from runner.steps import (
     STARTED_EVENTS,
@@ -88,7 +89,8 @@ class EngineSettings:
     max_attempts: int = 5  # per step, for transient failures
     backoff_base: float = 1.0
     backoff_max: float = 60.0
-    agent_env: Mapping[str, str] | None = None
+    child_env: Mapping[str, str] | None = None  # environment of agents and checks
+    redact: Redactor = NO_REDACTION
     default_agent_command: str | None = None
     crash: CrashPoints = NO_CRASH
     owner: str = field(
@@ -265,7 +267,7 @@ class Engine:
                 f"run {run.id} has no agent command: pass --agent-command or set"
                 " RATCHET_AGENT_COMMAND, then `ratchet resume` it"
             )
-        return CommandAgent(command, env=self.settings.agent_env)
+        return CommandAgent(command, env=self.settings.child_env)
 
     def _local_sink(self, run: Run, worktree: Path | None) -> EffectExecutor:
         return LocalSink(self.settings.run_dir(run.id) / "outbox", self.workspaces, worktree)
@@ -340,6 +342,7 @@ class Session:
             scratch=scratch, history=history, tree=tree, patch_sha=patch_sha,
             agent=lambda: self.engine.agent_for(run), agent_timeout=self.settings.agent_timeout,
             crash=self.settings.crash, outbox_remote=str(run.params.get("remote", run.repo)),
+            redact=self.settings.redact, child_env=self.settings.child_env,
         )
         if tree is not None:
             patch = self.store.get_artifact(patch_sha) if patch_sha else b""
@@ -444,27 +447,29 @@ class Session:
             raise StaleWrite(f"run {run.id}: lease lost to another worker; stopping") from failure
         log.warning("run %r step %r failed (%s): %s", run.id, run.step, failure.failure_class,
                     failure)
-        record = {"class": failure.failure_class, "error": str(failure),
-                  "evidence": failure.evidence}
+        redact = self.settings.redact
+        record = json.loads(redact(json.dumps(
+            {"class": failure.failure_class, "error": str(failure), "evidence": failure.evidence},
+            sort_keys=True, default=str)))
         artifacts = {
             f"evidence/{run.step}.{run.attempt}.json":
-                json.dumps(record, indent=2, sort_keys=True, default=str).encode(),
-            **failure.artifacts,
+                json.dumps(record, indent=2, sort_keys=True).encode(),
+            **{path: redact.bytes(data) for path, data in failure.artifacts.items()},
         }
         events = [NewEvent("STEP_FAILED", step=run.step, attempt=run.attempt, data=record)]
         if isinstance(failure, AuthorityFailure):
             if isinstance(failure, PolicyViolation):
                 events.append(NewEvent("POLICY_VIOLATION", step=run.step, attempt=run.attempt,
                                        data={"reason": str(failure)}))
-            return self._stop(run, Outcome.NEEDS_HUMAN, str(failure), events, artifacts)
+            return self._stop(run, Outcome.NEEDS_HUMAN, record["error"], events, artifacts)
         if isinstance(failure, TransientFailure | AmbiguousFailure):
             if run.attempt >= self.settings.max_attempts:
-                reason = (f"{run.step} failed {run.attempt} times, last: {failure}; fix the"
-                          " cause and start a new run")
+                reason = (f"{run.step} failed {run.attempt} times, last: {record['error']}; fix"
+                          " the cause and start a new run")
                 return self._stop(run, Outcome.FAILED, reason, events, artifacts)
             delay = _backoff(run.attempt, self.settings.backoff_base, self.settings.backoff_max)
             events.append(NewEvent("STEP_RETRY_SCHEDULED", step=run.step, attempt=run.attempt,
-                                   data={"delay_s": round(delay, 3), "error": str(failure)}))
+                                   data={"delay_s": round(delay, 3), "error": record["error"]}))
             new = self.store.apply(self.heartbeat.lease, Change(
                 version=run.version, state=run.state, step=run.step, attempt=run.attempt,
                 events=tuple(events), artifacts=artifacts, ready_at=time.time() + delay,
@@ -472,7 +477,7 @@ class Session:
             ))
             self.engine.on_change(run, new)
             return new
-        return self._stop(run, Outcome.FAILED, str(failure), events, artifacts)
+        return self._stop(run, Outcome.FAILED, record["error"], events, artifacts)
 
     def _stop(
         self, run: Run, outcome: Outcome, reason: str, events: list[NewEvent],

@@ -25,6 +25,7 @@ from runner.errors import AuthorityFailure, DeterministicFailure, PolicyViolatio
 from runner.faults import CrashPoints
 from runner.ledger.records import Checkpoint, Lease, NewEvent, Run
 from runner.ledger.store import Store
+from runner.redact import NO_REDACTION, Redactor
 from runner.workflow import PROFILES, Outcome, State, verify_outcome
 from runner.workspace import PushRejected, Workspaces
 from verification.config import ConfigError, RepositoryConfig, load_repository_config
@@ -84,6 +85,8 @@ class StepContext:
     agent_timeout: float
     crash: CrashPoints
     outbox_remote: str  # where publish pushes (the target repository)
+    redact: Redactor = NO_REDACTION
+    child_env: Mapping[str, str] | None = None  # environment for checks (no Ratchet settings)
     adopted: dict[str, AgentResult] = field(default_factory=dict)
     salvage: dict[str, str] = field(default_factory=dict)  # step -> salvage artifact path
 
@@ -172,9 +175,11 @@ def run_agent(ctx: StepContext) -> StepResult:
             f"{output_rel} changed after the agent exited (expected sha256"
             f" {result.output_sha256[:12]}); rerun the step"
         )
-    artifacts = {output_rel: content, f"prompts/{step}.md": prompt.encode()}
+    # Agent text is evidence: it is redacted before it is stored, hashed or shown to a reviewer.
+    artifacts = {output_rel: ctx.redact.bytes(content),
+                 f"prompts/{step}.md": ctx.redact(prompt).encode()}
     data: dict[str, Any] = {
-        "output": {"path": output_rel, "sha256": result.output_sha256},
+        "output": {"path": output_rel, "sha256": sha256_hex(artifacts[output_rel])},
         "exit_code": result.exit_code,
         "duration_s": round(result.duration_s, 3),
     }
@@ -188,11 +193,11 @@ def run_agent(ctx: StepContext) -> StepResult:
         _enforce_read_only(ctx, phase)
         data.update(tree=ctx.tree, patch=ctx.patch_sha)
 
+    stored_sha = data["output"]["sha256"]
     events = [NewEvent(COMPLETED_EVENTS[phase], step=step, attempt=run.attempt,
-                       data={"output": output_rel, "sha256": result.output_sha256,
-                             "tree": ctx.tree})]
+                       data={"output": output_rel, "sha256": stored_sha, "tree": ctx.tree})]
     if phase is State.SPECIFY:
-        _post_spec_for_review(ctx, result.output_sha256)
+        _post_spec_for_review(ctx, stored_sha)
     return StepResult(Outcome.COMPLETED, data=data, events=events, artifacts=artifacts)
 
 
@@ -305,7 +310,8 @@ def verify(ctx: StepContext) -> StepResult:
         if persisted == 1:
             ctx.crash.reached("mid_verification", step)
 
-    results = execute_plan(plan, ctx.worktree, on_result=persist, reuse=reuse)
+    results = execute_plan(plan, ctx.worktree, on_result=persist, reuse=reuse,
+                           redact=ctx.redact, env=ctx.child_env)
     ctx.ensure_tree()  # checks may leave caches behind; the next step starts clean
     artifacts = {"verification/plan.json": plan.to_json().encode()}
     bundle = build_bundle(plan, results, diff_stat=_diff_stat(changed), artifacts={
@@ -390,7 +396,8 @@ def _perform(ctx: StepContext, name: str, kind: str, payload: Mapping[str, Any])
             f" {sorted(PROFILES[phase].effects) or 'none'})"
         )
     key = effect_key(ctx.run.id, ctx.run.step, name)
-    ctx.effects.perform(EffectRequest(key, ctx.run.id, ctx.run.step, kind, dict(payload)))
+    safe = {k: ctx.redact(v) if isinstance(v, str) else v for k, v in payload.items()}
+    ctx.effects.perform(EffectRequest(key, ctx.run.id, ctx.run.step, kind, safe))
 
 
 def _passed_results(ctx: StepContext, tree: str) -> dict[str, CheckResult]:

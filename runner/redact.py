@@ -1,0 +1,56 @@
+"""Keep secrets out of the ledger: logs, evidence, artifacts and effect payloads are redacted.
+
+Known secret values (environment variables named like secrets, passwords inside service URLs)
+and well-known token shapes are replaced before anything is persisted or sent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from urllib.parse import urlsplit
+
+MASK = "***"
+MIN_SECRET_LENGTH = 6  # shorter values would mask ordinary words
+# Names of environment variables whose values are secrets.
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|PRIVATE_KEY|API_KEY|CREDENTIAL|AUTH",
+                         re.IGNORECASE)
+# Token shapes worth masking even when their value was never configured here.
+TOKEN_SHAPES = re.compile(
+    r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}"
+    r"|sk-(?:ant-)?[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|xox[baprs]-[A-Za-z0-9-]{10,})\b"
+)
+URL_SETTINGS = ("RATCHET_STORE_URL", "RATCHET_BROKER_URL")
+
+
+class Redactor:
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        unique = {v for v in values if len(v) >= MIN_SECRET_LENGTH}
+        self._values = sorted(unique, key=len, reverse=True)  # longest first: no partial masks
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> Redactor:
+        values = [v for k, v in environ.items() if SECRET_NAME.search(k)]
+        for name in URL_SETTINGS:
+            password = urlsplit(environ.get(name, "")).password
+            if password:
+                values.append(password)
+        return cls(values)
+
+    def __call__(self, text: str) -> str:
+        for value in self._values:
+            if value in text:
+                text = text.replace(value, MASK)
+        return TOKEN_SHAPES.sub(MASK, text)
+
+    def bytes(self, data: bytes) -> bytes:
+        """Redact text content; binary content (not UTF-8) is kept as it is."""
+        try:
+            text = data.decode()
+        except UnicodeDecodeError:
+            return data
+        redacted = self(text)
+        return data if redacted == text else redacted.encode()
+
+
+NO_REDACTION = Redactor()
