@@ -37,6 +37,7 @@ from runner.errors import (
     CorruptRecord,
     DeterministicFailure,
     LedgerError,
+    LedgerUnavailable,
     PolicyViolation,
     RatchetError,
     StaleWrite,
@@ -78,6 +79,7 @@ END_EVENTS = {
     State.CANCELLED: "RUN_CANCELLED",
 }
 MIN_HASH_PREFIX = 6  # shorter prefixes of the spec hash are too easy to match by accident
+LEDGER_PATIENCE = 60.0  # seconds a foreground command waits out a ledger outage
 
 
 @dataclass(frozen=True)
@@ -216,10 +218,27 @@ class Engine:
     def advance(self, run_id: str, *, wait: bool = True) -> Run:
         """Run steps until the run waits or ends.
 
-        With ``wait``, wait out another holder's lease and transient backoff in the
-        foreground; without it (a queue worker), return as soon as either is in the way.
+        With ``wait``, wait out another holder's lease, transient backoff and a brief ledger
+        outage (up to ``LEDGER_PATIENCE`` seconds) in the foreground; without it (a queue
+        worker, which Dramatiq retries), return or raise as soon as either is in the way.
         Raises ``StaleWrite`` if this process lost the run to another worker mid-step.
         """
+        if not wait:
+            return self._advance(run_id, wait=False)
+        give_up = time.monotonic() + LEDGER_PATIENCE
+        delay = 0.5
+        while True:
+            try:
+                return self._advance(run_id, wait=True)
+            except LedgerUnavailable as exc:
+                if time.monotonic() + delay > give_up:
+                    raise
+                log.warning("run %r: ledger unavailable, retrying in %.1fs: %s", run_id,
+                            delay, exc)
+                time.sleep(delay)
+                delay = min(delay * 2, 10.0)
+
+    def _advance(self, run_id: str, *, wait: bool) -> Run:
         while True:
             run = self.store.get_run(run_id)
             now = time.time()

@@ -1,15 +1,15 @@
 """The lease heartbeat: renews a run's lease in the background while its holder works.
 
 A renewal refused by the ledger means another worker took the run over: ``lost`` is set, the
-engine's agent is cancelled and its next fenced write would be refused anyway. A ledger outage
-is survived while the lease has time left; past its expiry the lease counts as lost.
+engine's agent is cancelled and its next fenced write would be refused anyway. During a ledger
+outage the heartbeat keeps trying: the lease may expire meanwhile, but only a takeover (a new
+epoch) makes this worker's writes stale, and the fencing of every write already says so.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 
 from runner.errors import LedgerUnavailable, StaleWrite
 from runner.ledger.records import Lease
@@ -47,10 +47,5 @@ class Heartbeat:
                 self.lost.set()
                 return
             except LedgerUnavailable as exc:
-                if time.time() >= self.lease.expires_at:
-                    log.warning("run %r: lease expired during a ledger outage: %s",
-                                self.lease.run_id, exc)
-                    self.lost.set()
-                    return
                 log.info("run %r: lease renewal deferred (ledger unavailable): %s",
                          self.lease.run_id, exc)

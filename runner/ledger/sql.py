@@ -679,7 +679,8 @@ class SqlStore:
         return sha
 
     def _link_artifacts(self, tx: Tx, run_id: str, artifacts: Mapping[str, bytes]) -> None:
-        for path, data in artifacts.items():
+        # Shared blobs are locked in hash order, so two runs never wait on each other in a cycle.
+        for path, data in sorted(artifacts.items(), key=lambda item: sha256_hex(item[1])):
             sha = self._put_blob(tx, data)
             tx.run(
                 "INSERT INTO artifacts (run_id, path, sha256) VALUES (?, ?, ?)"

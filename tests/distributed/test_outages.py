@@ -70,3 +70,20 @@ def test_broker_outage_mid_run(tmp_path, postgres_url):
         assert all(w.poll() is None for w in workers)
         assert_finished_once(group, run_id)
         assert Counter(group.ratchet.agent_runs()) == Counter(AGENT_STEPS)
+
+
+def test_foreground_run_rides_out_a_ledger_outage(tmp_path):
+    from tests.e2e.harness import Ratchet, make_target_repo
+
+    with throwaway_postgres(tmp_path) as pg:
+        ratchet = Ratchet(home=tmp_path / "home", repo=make_target_repo(tmp_path / "repo"))
+        ratchet.env.update({"RATCHET_STORE_URL": pg.url, "AGENT_SLEEP": "1"})
+        foreground = ratchet.start("run", "--repo", str(ratchet.repo), "--title", "Add calc")
+        time.sleep(2.5)  # inside research or specify
+        pg.stop()
+        time.sleep(OUTAGE_SECONDS)
+        pg.start()
+        out, err = foreground.communicate(timeout=120)
+        assert foreground.returncode == 0, err
+        assert "awaiting_approval" in out
+        assert Counter(ratchet.agent_runs()) == Counter({"research.1": 1, "specify.1": 1})
