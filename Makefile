@@ -28,8 +28,14 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-bench: $(VENV)/.installed-dev
+$(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[dev,bench]'
+	touch $@ $(VENV)/.installed-dev $(VENV)/.installed
+
+bench: $(VENV)/.installed-bench
 	$(BIN)/python bench/ledger.py
+	$(BIN)/python bench/verify.py
+	$(BIN)/python bench/throughput.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache
