@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from runner.agents.base import Agent, AgentResult
 from runner.agents.command import CommandAgent
@@ -438,7 +439,9 @@ class Session:
             return self._fail(run, TransientFailure(f"workspace: {exc}"))
         return self._complete(ctx, step_input, result)
 
-    def _complete(self, ctx: StepContext, step_input: dict, result: StepResult) -> Run:
+    def _complete(
+        self, ctx: StepContext, step_input: dict[str, Any], result: StepResult
+    ) -> Run:
         run = ctx.run
         target = transition(run.state, result.outcome)
         checkpoint = Checkpoint(run.id, run.step, run.attempt, step_input,

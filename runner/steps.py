@@ -29,9 +29,9 @@ from runner.redact import NO_REDACTION, Redactor
 from runner.workflow import PROFILES, Outcome, State, verify_outcome
 from runner.workspace import PushRejected, Workspaces
 from verification.config import ConfigError, RepositoryConfig, load_repository_config
-from verification.evidence import build_bundle, render_check_run
+from verification.evidence import EvidenceBundle, build_bundle, render_check_run
 from verification.execute import CheckResult, execute_plan
-from verification.plan import PlannedCheck, build_plan
+from verification.plan import Plan, PlannedCheck, build_plan
 from verification.tree import GitTree
 
 log = logging.getLogger(__name__)
@@ -418,7 +418,7 @@ def _without_log(result: CheckResult) -> dict[str, Any]:
     return data
 
 
-def _log_name(plan: Any, key: str) -> str:
+def _log_name(plan: Plan, key: str) -> str:
     for check in plan.checks:
         if check.key == key:
             return check.log_name
@@ -447,7 +447,7 @@ def _verification_events(
     return events
 
 
-def _check_run_json(bundle: Any) -> bytes:
+def _check_run_json(bundle: EvidenceBundle) -> bytes:
     """The check run's output as rendered at verification, kept for the publish step."""
     rendered = render_check_run(bundle)
     return json.dumps({

@@ -108,16 +108,10 @@ class SqlStore:
     # --- transactions --------------------------------------------------------------------
 
     @contextmanager
-    def _write(self) -> Iterator[Tx]:
+    def _driver_errors(self) -> Iterator[None]:
+        """Turn the driver's errors into ``LedgerError``s (``LedgerUnavailable`` for outages)."""
         try:
-            with self._connection() as conn:
-                self._begin_write(conn)
-                try:
-                    yield Tx(conn, self.placeholder)
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
+            yield
         except LedgerError:
             raise
         except Exception as exc:
@@ -127,18 +121,21 @@ class SqlStore:
             raise mapped from exc
 
     @contextmanager
-    def _read(self) -> Iterator[Tx]:
-        try:
-            with self._connection() as conn:
-                self._begin_read(conn)
+    def _write(self) -> Iterator[Tx]:
+        with self._driver_errors(), self._connection() as conn:
+            self._begin_write(conn)
+            try:
                 yield Tx(conn, self.placeholder)
-        except LedgerError:
-            raise
-        except Exception as exc:
-            mapped = self._translate_error(exc)
-            if mapped is None:
+            except BaseException:
+                conn.execute("ROLLBACK")
                 raise
-            raise mapped from exc
+            conn.execute("COMMIT")
+
+    @contextmanager
+    def _read(self) -> Iterator[Tx]:
+        with self._driver_errors(), self._connection() as conn:
+            self._begin_read(conn)
+            yield Tx(conn, self.placeholder)
 
     def migrate(self) -> None:
         """Bring the schema to ``schema.LATEST``; refuse a database written by newer code."""
