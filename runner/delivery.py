@@ -66,10 +66,10 @@ class Delivery:
         self._engine: Engine | None = None
         self._lock = threading.Lock()
         self.actor: dramatiq.Actor[[str], None] = dramatiq.actor(
-            self._advance, broker=broker, actor_name=ACTOR, queue_name=queue,
+            broker=broker, actor_name=ACTOR, queue_name=queue,
             retry_when=_retry_transient, min_backoff=500, max_backoff=30_000,
             time_limit=TIME_LIMIT_MS,
-        )
+        )(self._advance)
 
     def engine(self) -> Engine:
         """The process's engine, built after fork so no connection crosses processes."""

@@ -166,8 +166,8 @@ def build_plan(changed_files: Iterable[str], tree: Tree, config: VerifyConfig) -
     if any(is_global_file(path) for path in changed):
         selected = set(workspaces)
     else:
-        selected = {owner(path, workspaces) for path in changed if not is_documentation(path)}
-        selected.discard(None)
+        owners = (owner(path, workspaces) for path in changed if not is_documentation(path))
+        selected = {folder for folder in owners if folder is not None}
 
     members: dict[str, list[str]] = {}
     for path in all_paths:

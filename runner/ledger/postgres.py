@@ -107,6 +107,7 @@ class PostgresStore(SqlStore):
         return f"PostgresStore({self.url!r})"
 
     def _configure(self, conn: psycopg.Connection) -> None:
+        assert self.schema is not None  # only installed when the URL names a schema
         conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
 
     @contextmanager
