@@ -272,7 +272,8 @@ class Engine:
                 return self.store.get_run(run_id)
 
     def _time_out(self, run: Run) -> None:
-        reason = "no approval arrived before the deadline; approve or request changes to go on"
+        reason = ("the spec was neither approved nor sent back before the approval timeout"
+                  " (RATCHET_APPROVAL_TIMEOUT); review it and start a new run")
         # Someone may signal first (StaleWrite): the caller's loop rereads the run either way.
         with contextlib.suppress(StaleWrite):
             self._signal(run, Outcome.TIMED_OUT, None,

@@ -13,6 +13,7 @@ POSTGRES_URL = os.environ.get(
     "RATCHET_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
 REDIS_URL = os.environ.get("RATCHET_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+RABBITMQ_URL = os.environ.get("RATCHET_TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/")
 
 
 def _reachable(url: str, default_port: int) -> bool:
@@ -44,3 +45,9 @@ def postgres_url() -> str:
 def redis_url() -> str:
     require_service("Redis", REDIS_URL, 6379)
     return REDIS_URL
+
+
+@pytest.fixture(scope="session")
+def rabbitmq_url() -> str:
+    require_service("RabbitMQ", RABBITMQ_URL, 5672)
+    return RABBITMQ_URL

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections import Counter
 
 import pytest
 
-from tests.e2e.harness import Ratchet, drive_to_done, make_target_repo
+from tests.e2e.harness import CONFIG, Ratchet, drive_to_done, make_target_repo
 from tests.gitrepo import git
 
 pytestmark = pytest.mark.slow
@@ -173,3 +174,30 @@ def test_transient_agent_exit_is_retried_then_gives_up(ratchet):
 def test_invalid_setting_names_the_variable(ratchet):
     result = ratchet("runs", extra={"RATCHET_LEASE_SECONDS": "soon"})
     assert result.returncode == 2 and "RATCHET_LEASE_SECONDS" in result.stderr
+
+
+def test_repair_is_bounded_then_needs_human(tmp_path):
+    config = "repair: {max_attempts: 1}\n" + "\n".join(
+        line for line in CONFIG.splitlines() if not line.startswith("repair"))
+    ratchet = Ratchet(home=tmp_path / "home",
+                      repo=make_target_repo(tmp_path / "repo", config=config))
+    ratchet.env["AGENT_NO_FIX"] = "1"
+    ratchet.create()
+    run_id = ratchet.run_id()
+    result = ratchet("approve-spec", run_id, "--hash", ratchet.spec_hash(run_id))
+    assert result.returncode == 1
+    status = ratchet.status(run_id)
+    assert status["state"] == "needs_human"
+    assert "after 1 repair attempts (unit)" in status["reason"]
+    assert status["completed_steps"][-4:] == ["implement.1", "verify.1", "repair.1", "verify.2"]
+    assert "NEEDS_HUMAN" in {e["type"] for e in ratchet.events(run_id)}
+
+
+def test_an_unanswered_spec_times_out_to_needs_human(ratchet):
+    ratchet.create(extra={"RATCHET_APPROVAL_TIMEOUT": "1"})
+    run_id = ratchet.run_id()
+    time.sleep(1.2)
+    assert ratchet("resume", run_id).returncode == 1
+    status = ratchet.status(run_id)
+    assert status["state"] == "needs_human" and "approval timeout" in status["reason"]
+    assert "APPROVAL_TIMED_OUT" in {e["type"] for e in ratchet.events(run_id)}
