@@ -240,6 +240,7 @@ class Engine:
                 delay = min(delay * 2, 10.0)
 
     def _advance(self, run_id: str, *, wait: bool) -> Run:
+        announced = False
         while True:
             run = self.store.get_run(run_id)
             now = time.time()
@@ -262,8 +263,11 @@ class Engine:
                 if not wait:
                     return run
                 remaining = (run.lease_expires_at or now) - now
-                log.info("run %r: lease held by %r for %.1fs more; waiting",
-                         run_id, run.lease_owner, remaining)
+                if not announced:
+                    announced = True
+                    log.warning("run %r is held by %r (lease renewed by its heartbeat); waiting"
+                                " for it to finish or for its lease to expire", run_id,
+                                run.lease_owner)
                 time.sleep(min(max(remaining, 0.05), 1.0))
                 continue
             run = Session(self, lease).execute()
@@ -378,11 +382,12 @@ class Session:
         """Adopt a finished agent result left by a dead holder, or salvage its partial work."""
         run, ws = ctx.run, self.engine.workspaces
         previous = ws.previous_worktrees(run.id, self.lease.epoch)
-        if not previous or not is_runnable(run.state):
+        # Only an agent's work is worth keeping: a runner step leaves caches, not changes.
+        if not previous or not is_runnable(run.state) or not PROFILES[run.state].agent:
             return
         old = previous[0]
         old_scratch = self.settings.home / "scratch" / run.id / old.name / run.step
-        journal = read_journal(old_scratch) if PROFILES[run.state].agent else None
+        journal = read_journal(old_scratch)
         if journal is not None and journal.exit_code == 0 and self._adopt(ctx, old, old_scratch,
                                                                           journal):
             return
