@@ -320,6 +320,14 @@ class Session:
 
     def _execute(self) -> Run:
         run = self.store.get_run(self.lease.run_id)
+        if run.attempt > self.settings.max_attempts:
+            # Each takeover counts an attempt: a step that kills its worker every time (OOM,
+            # segfault) must not be redelivered forever.
+            return self._stop(run, Outcome.FAILED, (
+                f"{run.step} was taken up {run.attempt} times without completing (its worker"
+                " died each time); fix the cause and start a new run"),
+                [NewEvent("STEP_FAILED", step=run.step, attempt=run.attempt,
+                          data={"class": "attempts_exhausted"})])
         try:
             ctx = self._reconcile(run)
         except (CorruptRecord, WorkspaceMismatch) as exc:
@@ -439,10 +447,15 @@ class Session:
         }
         try:
             result = STEPS[phase](ctx)
+        except (StaleWrite, LedgerUnavailable):
+            raise  # nothing can be recorded: the caller stops, or retries the whole session
         except StepFailure as failure:
             return self._fail(run, failure)
         except WorkspaceError as exc:
             return self._fail(run, TransientFailure(f"workspace: {exc}"))
+        except Exception as exc:  # a bug: bounded by the same attempts as a transient failure
+            log.exception("run %r step %r: unexpected error", run.id, run.step)
+            return self._fail(run, TransientFailure(f"internal error in {run.step}: {exc!r}"))
         return self._complete(ctx, step_input, result)
 
     def _complete(

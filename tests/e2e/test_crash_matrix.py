@@ -66,3 +66,16 @@ def test_crash_and_resume(crash, tmp_path, reference_tree):
 
     assert ratchet.branch_tree(run_id) == reference_tree
     assert ratchet.status(run_id)["state"] == "done"
+
+
+def test_a_step_that_kills_its_worker_every_time_is_failed_not_retried_forever(tmp_path):
+    ratchet = Ratchet(home=tmp_path / "home", repo=make_target_repo(tmp_path / "repo"))
+    poison = {"RATCHET_CRASH_AT": "after_agent_output:research.1", "RATCHET_MAX_ATTEMPTS": "2"}
+    assert ratchet.create(extra=poison).returncode == -9
+    run_id = ratchet.run_id()
+    assert ratchet("resume", run_id, extra=poison).returncode == -9
+    final = ratchet("resume", run_id, extra=poison)
+    assert final.returncode == 1, final.stderr
+    status = ratchet.status(run_id)
+    assert status["state"] == "failed" and "taken up 3 times" in status["reason"]
+    assert ratchet.agent_runs() == ["research.1"]  # the finished agent was adopted, not rerun
