@@ -37,6 +37,7 @@ examples:
   ratchet approve-spec r-20261130-1a2b3c4d --hash 3f2a9c
   ratchet request-changes r-20261130-1a2b3c4d --message "Cover the empty input case"
   ratchet resume r-20261130-1a2b3c4d
+  ratchet cancel r-20261130-1a2b3c4d --reason "superseded by #42"
   ratchet export r-20261130-1a2b3c4d ./runs
   ratchet verify --base main --json
 """
@@ -87,6 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
                          help="record the request and enqueue the run for a worker")
     changes.add_argument("--json", action="store_true")
     changes.set_defaults(handler=cmd_request_changes)
+
+    cancel = sub.add_parser("cancel", help="end a run now, whoever is working on it")
+    cancel.add_argument("run_id", metavar="RUN")
+    cancel.add_argument("--reason", default="cancelled by a user")
+    cancel.add_argument("--json", action="store_true")
+    cancel.set_defaults(handler=cmd_cancel)
 
     export = sub.add_parser("export", help="write the run directory to DIR/<run-id>/")
     export.add_argument("run_id", metavar="RUN")
@@ -185,6 +192,13 @@ def cmd_approve(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_request_changes(args: argparse.Namespace, settings: Settings) -> int:
     return _signal(args, settings, lambda engine: engine.request_changes(
         args.run_id, message=args.message, by=_who()))
+
+
+def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
+    store = _store(settings)
+    run = store.cancel(args.run_id, reason=args.reason, by=_who())
+    _announce(f"{run.id}: cancelled ({args.reason})", args.json)
+    return _finish(store, settings, run, args.json, announce=False)
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:

@@ -338,7 +338,7 @@ class Session:
             return self._fail(run, failure)
         while is_runnable(run.state):
             if self.heartbeat.lost.is_set():
-                raise StaleWrite(f"run {run.id}: lease lost to another worker; stopping")
+                raise self._lost()
             ctx.run = run
             run = self._step(ctx)
             if is_runnable(run.state) and run.ready_at is not None:
@@ -483,9 +483,16 @@ class Session:
 
     # --- failures ------------------------------------------------------------------------
 
+    def _lost(self) -> StaleWrite:
+        """Why this session may no longer write: cancelled, or taken over."""
+        run = self.store.get_run(self.lease.run_id)
+        if run.state is State.CANCELLED:
+            return StaleWrite(f"run {run.id} was cancelled ({run.reason}); stopping")
+        return StaleWrite(f"run {run.id}: lease lost to another worker; stopping")
+
     def _fail(self, run: Run, failure: StepFailure) -> Run:
         if self.heartbeat.lost.is_set():
-            raise StaleWrite(f"run {run.id}: lease lost to another worker; stopping") from failure
+            raise self._lost() from failure
         log.warning("run %r step %r failed (%s): %s", run.id, run.step, failure.failure_class,
                     failure)
         redact = self.settings.redact

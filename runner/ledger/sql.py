@@ -372,6 +372,29 @@ class SqlStore:
                 raise StaleWrite(f"run {run_id} is leased by {run.lease_owner}; retry shortly")
             return self._change(tx, run, change, run.lease_epoch, at, step_epoch=None)
 
+    def cancel(self, run_id: str, *, reason: str, by: str, now: float | None = None) -> Run:
+        at = _now(now)
+        with self._write() as tx:
+            run = _run_from_row(self._select_run(tx, run_id))
+            if run.state in ENDS:
+                raise IllegalTransition(f"run {run_id} has already ended ({run.state.value})")
+            if not allowed(run.state, State.CANCELLED):  # pragma: no cover - table invariant
+                raise IllegalTransition(f"run {run_id} cannot be cancelled from {run.state}")
+            epoch = run.lease_epoch + 1  # fences out whoever holds the run now
+            seq = self._allocate(tx, run_id, 1)
+            tx.run(
+                "UPDATE runs SET state = ?, version = version + 1, lease_owner = NULL,"
+                " lease_expires_at = NULL, lease_epoch = ?, reason = ?, updated_at = ?"
+                " WHERE id = ?",
+                (State.CANCELLED.value, epoch, reason, at, run_id),
+            )
+            self._insert_events(tx, run_id, seq, epoch, at, [NewEvent(
+                "RUN_CANCELLED", step=run.step, attempt=run.attempt,
+                data={"reason": reason, "by": by, "was": run.state.value,
+                      "fenced_owner": run.lease_owner},
+            )])
+            return _run_from_row(self._select_run(tx, run_id))
+
     def append(
         self,
         lease: Lease,

@@ -74,6 +74,11 @@ class Store(Protocol):
         """A change to a run that waits (no lease held), e.g. an approval; CAS on version."""
         ...
 
+    def cancel(self, run_id: str, *, reason: str, by: str, now: float | None = None) -> Run:
+        """End a run that has not ended, whoever holds it: the lease epoch moves on, so the
+        holder's next write (or heartbeat) is refused and it stops."""
+        ...
+
     # history
     def events(self, run_id: str, *, after: int = 0) -> list[Event]: ...
     def checkpoints(self, run_id: str) -> list[Checkpoint]:

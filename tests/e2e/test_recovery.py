@@ -125,3 +125,31 @@ def test_research_agent_editing_a_product_file_is_a_policy_violation(ratchet, tm
     assert (ratchet.repo / "README.md").read_text() == "# demo\n"
     assert "POLICY_VIOLATION" in {e["type"] for e in ratchet.events(run_id)}
     assert "specify.1" not in ratchet.agent_runs()
+
+
+def test_cancel_stops_the_worker_and_its_agent(ratchet, tmp_path):
+    run_id = approved_run(ratchet)
+    block = tmp_path / "block"
+    worker = ratchet.start("resume", run_id, extra={"AGENT_BLOCK_FILE": str(block)})
+    wait_for(Path(f"{block}.seen"))
+    agent_pid = int(Path(f"{block}.seen").read_text())
+    cancelled = ratchet("cancel", run_id, "--reason", "superseded")
+    assert cancelled.returncode == 0, cancelled.stderr
+    _, err = worker.communicate(timeout=30)
+    assert worker.returncode == 3 and "was cancelled (superseded)" in err
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{agent_pid}").exists() and "Z" not in _proc_state(agent_pid):
+        assert time.monotonic() < deadline, "the agent outlived its cancelled run"
+        time.sleep(0.05)
+    status = ratchet.status(run_id)
+    assert status["state"] == "cancelled" and status["reason"] == "superseded"
+    events = ratchet.events(run_id)
+    assert events[-1]["type"] == "RUN_CANCELLED"
+    assert ratchet("cancel", run_id).returncode == 2  # already ended
+
+
+def _proc_state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"

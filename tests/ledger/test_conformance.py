@@ -362,3 +362,19 @@ def test_migrations_are_idempotent_and_newer_schema_is_refused(store):
     raw(store, "INSERT INTO ledger_schema (version) VALUES (99)")
     with pytest.raises(LedgerError, match="newer than this Ratchet"):
         store.migrate()
+
+
+def test_cancel_fences_out_the_holder(store):
+    new_run(store)
+    lease = store.acquire_lease("r1", "A", ttl=30, now=T0)
+    cancelled = store.cancel("r1", reason="not needed", by="alice", now=T0 + 1)
+    assert cancelled.state is State.CANCELLED and cancelled.lease_owner is None
+    assert cancelled.lease_epoch == lease.epoch + 1 and cancelled.reason == "not needed"
+    with pytest.raises(StaleWrite):
+        store.renew_lease(lease, ttl=30)
+    with pytest.raises(StaleWrite):
+        store.append(lease, events=[NewEvent("ZOMBIE")])
+    event = store.events("r1")[-1]
+    assert event.type == "RUN_CANCELLED" and event.data["fenced_owner"] == "A"
+    with pytest.raises(IllegalTransition, match="already ended"):
+        store.cancel("r1", reason="again", by="alice")
