@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 EXIT_OK = 0  # done, or waiting for a signal
 EXIT_RUN_STOPPED = 1  # the run failed or needs a human
 EXIT_USAGE = 2  # bad arguments, unknown run, refused signal
-EXIT_LEASE_LOST = 3  # another worker took the run over; this process stopped
+EXIT_LEASE_LOST = 3  # another worker took the run over, or it was cancelled; this one stopped
 EXIT_UNAVAILABLE = 4  # the ledger could not be reached
 
 EXAMPLES = """\
