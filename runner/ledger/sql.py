@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import logging
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -78,7 +79,7 @@ class Tx:
         return list(self._conn.execute(self._sql(sql), tuple(params)).fetchall())
 
 
-class SqlStore:
+class SqlStore(ABC):
     """Implements ``runner.ledger.store.Store``; subclasses connect to a database."""
 
     placeholder = "?"
@@ -87,18 +88,15 @@ class SqlStore:
 
     # --- backend hooks -------------------------------------------------------------------
 
-    @contextmanager
-    def _connection(self) -> Iterator[Any]:  # pragma: no cover - abstract
-        raise NotImplementedError
-        yield
+    @abstractmethod
+    def _connection(self) -> AbstractContextManager[Any]:
+        """A connection for the duration of one transaction (the backend's pool or thread)."""
 
-    def _begin_write(self, conn: Any) -> None:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _begin_write(self, conn: Any) -> None:
+        """Open a transaction that holds the write lock from its first statement."""
 
-    def _begin_read(self, conn: Any) -> None:
-        """Reads run in autocommit mode by default (one statement, one snapshot)."""
-
-    def _lock_schema(self, tx: Tx) -> None:
+    def _lock_schema(self, tx: Tx) -> None:  # noqa: B027 - a hook with a sensible default
         """Serialise concurrent migrators (SQLite's write lock already does)."""
 
     def _translate_error(self, exc: Exception) -> Exception | None:
@@ -133,8 +131,8 @@ class SqlStore:
 
     @contextmanager
     def _read(self) -> Iterator[Tx]:
+        # Reads run in autocommit mode: each statement sees one consistent snapshot.
         with self._driver_errors(), self._connection() as conn:
-            self._begin_read(conn)
             yield Tx(conn, self.placeholder)
 
     def migrate(self) -> None:
