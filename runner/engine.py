@@ -146,9 +146,11 @@ class Engine:
         base = self.workspaces.resolve(repo_url)
         command = agent_command or self.settings.default_agent_command
         run_id = f"r-{time.strftime('%Y%m%d')}-{secrets.token_hex(4)}"
+        # The run's remote side is fixed here, so every worker on every host uses the same one.
+        outbox = str(self.settings.run_dir(run_id) / "outbox")
         run = self.store.create_run(
             NewRun(id=run_id, repo=repo_url, title=title, body=body, base_revision=base,
-                   params={"agent_command": command, "remote": repo_url},
+                   params={"agent_command": command, "remote": repo_url, "outbox": outbox},
                    event_data={"title": title})
         )
         log.info("run %r created for %r at %r", run.id, repo_url, base)
@@ -295,7 +297,8 @@ class Engine:
         return CommandAgent(command, env=self.settings.child_env)
 
     def _local_sink(self, run: Run, worktree: Path | None) -> EffectExecutor:
-        return LocalSink(self.settings.run_dir(run.id) / "outbox", self.workspaces, worktree)
+        outbox = run.params.get("outbox") or self.settings.run_dir(run.id) / "outbox"
+        return LocalSink(Path(outbox), self.workspaces, worktree)
 
 
 class Session:
@@ -395,6 +398,8 @@ class Session:
             return
         old = previous[0]
         old_scratch = self.settings.home / "scratch" / run.id / old.name / run.step
+        if not old_scratch.is_dir():
+            return  # that worktree was working on an earlier step: nothing of this one's in it
         journal = read_journal(old_scratch)
         if journal is not None and journal.exit_code == 0 and self._adopt(ctx, old, old_scratch,
                                                                           journal):

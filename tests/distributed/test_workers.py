@@ -104,3 +104,28 @@ def test_runs_finish_after_the_broker_loses_every_message(tmp_path, postgres_url
 def _parent(pid: int) -> int:
     with open(f"/proc/{pid}/stat") as fh:
         return int(fh.read().rsplit(")", 1)[1].split()[1])
+
+
+def test_takeover_by_a_worker_on_another_host(tmp_path, postgres_url, redis_url):
+    """Each worker has its own RATCHET_HOME (mirrors, worktrees, scratch), as on two hosts:
+    the survivor rebuilds the worktree from the checkpoint on a fresh mirror, proves it by
+    hash, and reruns the interrupted step."""
+    block = tmp_path / "block"
+    with cluster(tmp_path, postgres_url, redis_url,
+                 env={"AGENT_BLOCK_FILE": str(block)}) as group:
+        homes = [tmp_path / "host-a", tmp_path / "host-b"]
+        workers = [group.start_worker(extra={"RATCHET_HOME": str(h)}) for h in homes]
+        run_id = group.create_detached()
+        group.wait_for_state(run_id, {"awaiting_approval"})
+        assert group.ratchet("approve-spec", run_id, "--detach").returncode == 0
+        wait_for(Path(f"{block}.seen"))
+        agent_pid = int(Path(f"{block}.seen").read_text())
+        [victim] = [w for w in workers if w.pid == os.getpgid(_parent(agent_pid))]
+        os.killpg(victim.pid, signal.SIGKILL)
+        os.killpg(os.getpgid(agent_pid), signal.SIGKILL)
+        group.wait_for_state(run_id, {"done"})
+        assert_finished_once(group, run_id)
+        survivor = homes[1 - workers.index(victim)]
+        assert (survivor / "work" / "mirrors").is_dir()
+        assert "SALVAGE_SAVED" not in {e["type"] for e in group.ratchet.events(run_id)}
+        assert "return a + b" in git(group.ratchet.repo, "show", f"ratchet/{run_id}:calc.py")

@@ -153,3 +153,25 @@ def _proc_state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
+
+
+def test_takeover_on_a_host_with_an_older_worktree_salvages_nothing(tmp_path):
+    """Host A researched; host B implemented and died in repair; A takes over. A's old
+    worktree is from research, not from repair: diffing it against the checkpoint would
+    'salvage' a patch that undoes the implementation."""
+    repo = make_target_repo(tmp_path / "repo")
+    ledger = {"RATCHET_STORE_URL": str(tmp_path / "shared-ledger.db")}
+    host_a = Ratchet(home=tmp_path / "host-a", repo=repo, env=dict(ledger))
+    host_b = Ratchet(home=tmp_path / "host-b", repo=repo, env=dict(ledger))
+    assert host_a.create().returncode == 0
+    run_id = host_a.run_id()
+    died = host_b("approve-spec", run_id, "--hash", host_a.spec_hash(run_id),
+                  extra={"RATCHET_CRASH_AT": "after_agent_output:repair.1"})
+    assert died.returncode == -9
+    resumed = host_a("resume", run_id)
+    assert resumed.returncode == 0, resumed.stderr
+    events = host_a.events(run_id)
+    assert "SALVAGE_SAVED" not in {e["type"] for e in events}
+    folder = host_a.export(run_id, tmp_path / "export")
+    assert "salvage" not in (folder / "prompts/repair.1.md").read_text()
+    assert "return a + b" in git(repo, "show", f"ratchet/{run_id}:calc.py")
