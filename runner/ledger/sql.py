@@ -50,6 +50,7 @@ RUN_COLUMNS = (
     " lease_owner, lease_epoch, lease_expires_at, base_revision, head_revision, ready_at,"
     " deadline, reason, params, last_seq, created_at, updated_at"
 )
+LAST_SEQ = RUN_COLUMNS.replace(" ", "").split(",").index("last_seq")
 EVENT_COLUMNS = "run_id, seq, type, at, step, attempt, lease_epoch, revision, key, data"
 EFFECT_COLUMNS = (
     "key, run_id, step, kind, payload_hash, payload, status, resource, attempts, created_at,"
@@ -71,6 +72,9 @@ class Tx:
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> int:
         return self._conn.execute(self._sql(sql), tuple(params)).rowcount
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._conn.cursor().executemany(self._sql(sql), [tuple(r) for r in rows])
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         return self._conn.execute(self._sql(sql), tuple(params)).fetchone()
@@ -353,22 +357,26 @@ class SqlStore(ABC):
     def apply(self, lease: Lease, change: Change, *, now: float | None = None) -> Run:
         at = _now(now)
         with self._write() as tx:
-            run = _run_from_row(self._select_run(tx, lease.run_id))
+            row = self._select_run(tx, lease.run_id)
+            run = _run_from_row(row)
             if run.lease_epoch != lease.epoch or run.lease_owner != lease.owner:
                 raise self._stale(tx, lease, f"move to {change.state.value}")
-            return self._change(tx, run, change, lease.epoch, at, step_epoch=lease.epoch)
+            return self._change(tx, run, change, lease.epoch, at, step_epoch=lease.epoch,
+                                last_seq=row[LAST_SEQ])
 
     def signal(self, run_id: str, change: Change, *, now: float | None = None) -> Run:
         at = _now(now)
         with self._write() as tx:
-            run = _run_from_row(self._select_run(tx, run_id))
+            row = self._select_run(tx, run_id)
+            run = _run_from_row(row)
             if not is_wait(run.state):
                 raise StaleWrite(
                     f"run {run_id} is {run.state.value}, not waiting for a signal"
                 )
             if run.lease_live(at):
                 raise StaleWrite(f"run {run_id} is leased by {run.lease_owner}; retry shortly")
-            return self._change(tx, run, change, run.lease_epoch, at, step_epoch=None)
+            return self._change(tx, run, change, run.lease_epoch, at, step_epoch=None,
+                                last_seq=row[LAST_SEQ])
 
     def cancel(self, run_id: str, *, reason: str, by: str, now: float | None = None) -> Run:
         at = _now(now)
@@ -410,8 +418,11 @@ class SqlStore(ABC):
             self._link_artifacts(tx, lease.run_id, artifacts or {})
 
     def _change(
-        self, tx: Tx, run: Run, change: Change, epoch: int, at: float, *, step_epoch: int | None
+        self, tx: Tx, run: Run, change: Change, epoch: int, at: float, *,
+        step_epoch: int | None, last_seq: int,
     ) -> Run:
+        """The hot path: one UPDATE of the run (the row is already locked by the caller's read),
+        the events in one batch, the checkpoint, the artifacts."""
         if change.version != run.version:
             raise StaleWrite(
                 f"run {run.id} moved to version {run.version} (you acted on {change.version}):"
@@ -425,27 +436,27 @@ class SqlStore(ABC):
         if run.state in ENDS:
             raise IllegalTransition(f"run {run.id} has ended ({run.state.value})")
         release = change.release_lease
-        seq = self._allocate(tx, run.id, len(change.events)) if change.events else 0
         tx.run(
             "UPDATE runs SET state = ?, step = ?, attempt = ?, step_epoch = ?,"
             " version = version + 1, ready_at = ?, deadline = ?, reason = ?,"
-            " head_revision = COALESCE(?, head_revision), updated_at = ?"
+            " head_revision = COALESCE(?, head_revision), updated_at = ?, last_seq = ?"
             + (", lease_owner = NULL, lease_expires_at = NULL" if release else "")
             + " WHERE id = ? AND version = ?",
             (
                 change.state.value, change.step, change.attempt, step_epoch, change.ready_at,
-                change.deadline, change.reason, change.head_revision, at, run.id, run.version,
+                change.deadline, change.reason, change.head_revision, at,
+                last_seq + len(change.events), run.id, run.version,
             ),
         )
         if change.events:
-            self._insert_events(tx, run.id, seq, epoch, at, change.events)
+            self._insert_events(tx, run.id, last_seq + 1, epoch, at, change.events)
         if change.checkpoint is not None:
-            sealed = change.checkpoint.sealed()
+            body = change.checkpoint.body()
             tx.run(
                 "INSERT INTO checkpoints (run_id, step, position, attempt, body, sha256,"
                 " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (run.id, sealed.step, run.version, sealed.attempt, sealed.body(), sealed.sha256,
-                 at),
+                (run.id, change.checkpoint.step, run.version, change.checkpoint.attempt, body,
+                 sha256_hex(body), at),
             )
         self._link_artifacts(tx, run.id, change.artifacts)
         return replace(
@@ -680,15 +691,15 @@ class SqlStore(ABC):
         self, tx: Tx, run_id: str, first_seq: int, epoch: int, at: float,
         events: Sequence[NewEvent],
     ) -> None:
-        for offset, event in enumerate(events):
-            tx.run(
-                f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (run_id, first_seq + offset, event.type, at, event.step, event.attempt, epoch,
-                 event.revision, event.key, json.dumps(dict(event.data), sort_keys=True)),
-            )
+        tx.many(
+            f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(run_id, first_seq + offset, event.type, at, event.step, event.attempt, epoch,
+              event.revision, event.key, json.dumps(dict(event.data), sort_keys=True))
+             for offset, event in enumerate(events)],
+        )
 
-    def _put_blob(self, tx: Tx, data: bytes) -> str:
-        sha = sha256_hex(data)
+    def _put_blob(self, tx: Tx, data: bytes, sha: str | None = None) -> str:
+        sha = sha or sha256_hex(data)
         tx.run(
             "INSERT INTO blobs (sha256, size, data) VALUES (?, ?, ?)"
             " ON CONFLICT (sha256) DO NOTHING",
@@ -698,8 +709,8 @@ class SqlStore(ABC):
 
     def _link_artifacts(self, tx: Tx, run_id: str, artifacts: Mapping[str, bytes]) -> None:
         # Shared blobs are locked in hash order, so two runs never wait on each other in a cycle.
-        for path, data in sorted(artifacts.items(), key=lambda item: sha256_hex(item[1])):
-            sha = self._put_blob(tx, data)
+        for sha, path, data in sorted((sha256_hex(d), p, d) for p, d in artifacts.items()):
+            self._put_blob(tx, data, sha)
             tx.run(
                 "INSERT INTO artifacts (run_id, path, sha256) VALUES (?, ?, ?)"
                 " ON CONFLICT (run_id, path) DO UPDATE SET sha256 = excluded.sha256",
