@@ -104,6 +104,15 @@ class EngineSettings:
         return self.home / "runs" / run_id
 
 
+class OrphanedLease(RatchetError):
+    """A foreground session lost the ledger mid-step; its lease is still recorded."""
+
+    def __init__(self, lease: Lease, cause: LedgerUnavailable) -> None:
+        super().__init__(str(cause))
+        self.lease = lease
+        self.cause = cause
+
+
 class SpecHashMismatch(RatchetError):
     """An approval named a spec hash that is not the current spec's."""
 
@@ -230,14 +239,23 @@ class Engine:
             return self._advance(run_id, wait=False)
         give_up = time.monotonic() + LEDGER_PATIENCE
         delay = 0.5
+        orphan: Lease | None = None
         while True:
             try:
+                if orphan is not None:
+                    # Our own session ended with the ledger: release its lease now that the
+                    # ledger answers, rather than wait for it to expire.
+                    self.store.release_lease(orphan)
+                    orphan = None
                 return self._advance(run_id, wait=True)
-            except LedgerUnavailable as exc:
+            except (LedgerUnavailable, OrphanedLease) as error:
+                cause = error.cause if isinstance(error, OrphanedLease) else error
+                if isinstance(error, OrphanedLease):
+                    orphan = error.lease
                 if time.monotonic() + delay > give_up:
-                    raise
+                    raise cause from None
                 log.warning("run %r: ledger unavailable, retrying in %.1fs: %s", run_id,
-                            delay, exc)
+                            delay, cause)
                 time.sleep(delay)
                 delay = min(delay * 2, 10.0)
 
@@ -272,7 +290,13 @@ class Engine:
                                 run.lease_owner)
                 time.sleep(min(max(remaining, 0.05), 1.0))
                 continue
-            run = Session(self, lease).execute()
+            session = Session(self, lease)
+            try:
+                run = session.execute()
+            except LedgerUnavailable as exc:
+                if not wait:
+                    raise  # Dramatiq retries the message; the lease expires meanwhile
+                raise OrphanedLease(session.heartbeat.lease, exc) from exc
             if is_runnable(run.state) and (not wait or self.stopping.is_set()):
                 # A retry is scheduled or this worker is stopping: the queue or reaper wakes it.
                 return self.store.get_run(run_id)

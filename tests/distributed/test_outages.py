@@ -17,6 +17,8 @@ from tests.services import throwaway_postgres, throwaway_redis
 
 pytestmark = pytest.mark.slow
 OUTAGE_SECONDS = 5
+# Longer than the PostgreSQL pool's wait for a connection (5 s), so calls fail, not just block.
+LONG_OUTAGE_SECONDS = 9
 
 
 def wait_until_state_leaves(group, run_id: str, states: set[str], timeout: float = 60) -> None:
@@ -76,14 +78,19 @@ def test_foreground_run_rides_out_a_ledger_outage(tmp_path):
     from tests.e2e.harness import Ratchet, make_target_repo
 
     with throwaway_postgres(tmp_path) as pg:
-        ratchet = Ratchet(home=tmp_path / "home", repo=make_target_repo(tmp_path / "repo"))
-        ratchet.env.update({"RATCHET_STORE_URL": pg.url, "AGENT_SLEEP": "1"})
+        # A long lease: waiting out our own lease after the outage would take 30 s.
+        ratchet = Ratchet(home=tmp_path / "home", repo=make_target_repo(tmp_path / "repo"),
+                          lease_seconds=30)
+        ratchet.env.update({"RATCHET_STORE_URL": pg.url, "AGENT_SLEEP": "3"})
         foreground = ratchet.start("run", "--repo", str(ratchet.repo), "--title", "Add calc")
-        time.sleep(2.5)  # inside research or specify
+        time.sleep(2)  # research's agent is running; its commit falls into the outage
         pg.stop()
-        time.sleep(OUTAGE_SECONDS)
+        time.sleep(LONG_OUTAGE_SECONDS)
         pg.start()
+        back = time.monotonic()
         out, err = foreground.communicate(timeout=120)
         assert foreground.returncode == 0, err
+        assert "ledger unavailable, retrying" in err  # the outage hit a step's commit
+        assert time.monotonic() - back < 20, "waited out its own lease instead of releasing it"
         assert "awaiting_approval" in out
         assert Counter(ratchet.agent_runs()) == Counter({"research.1": 1, "specify.1": 1})
