@@ -201,3 +201,15 @@ def test_an_unanswered_spec_times_out_to_needs_human(ratchet):
     status = ratchet.status(run_id)
     assert status["state"] == "needs_human" and "approval timeout" in status["reason"]
     assert "APPROVAL_TIMED_OUT" in {e["type"] for e in ratchet.events(run_id)}
+
+
+def test_a_malformed_repository_config_fails_the_run_naming_file_and_line(tmp_path):
+    broken = "verify:\n  checks:\n    - {id: unit, run: 'true', timeout: soon}\n"
+    ratchet = Ratchet(home=tmp_path / "home",
+                      repo=make_target_repo(tmp_path / "repo", config=broken))
+    result = ratchet.create()
+    assert result.returncode == 1
+    status = ratchet.status(ratchet.run_id())
+    assert status["state"] == "failed"
+    assert ".github/ratchet.yml:3" in status["reason"] and "timeout" in status["reason"]
+    assert ratchet.agent_runs() == []  # nothing ran on a config it could not read
