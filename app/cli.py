@@ -13,13 +13,12 @@ from pathlib import Path
 
 from app.settings import Settings, SettingsError, load_settings
 from app.worker import enqueue_run
-from runner.canonical import sha256_hex
 from runner.engine import Engine, RunNotWaiting, SpecHashMismatch
 from runner.errors import LedgerUnavailable, RatchetError, StaleWrite, UnknownRun
 from runner.ledger import Store, open_store
 from runner.ledger.records import Run
 from runner.rundir import export_run
-from runner.status import RunStatus, describe
+from runner.status import RunStatus, read_status
 from runner.workflow import is_end
 
 log = logging.getLogger(__name__)
@@ -280,10 +279,7 @@ def _finish(store: Store, settings: Settings, run: Run, json_output: bool, *,
 
 
 def _status(store: Store, run_id: str) -> RunStatus:
-    run = store.get_run(run_id)
-    spec = store.read_artifact(run_id, "spec.md")
-    return describe(run, store.completed_steps(run_id), store.effects(run_id),
-                    spec_sha256=sha256_hex(spec) if spec is not None else None, now=time.time())
+    return read_status(store, run_id, now=time.time())
 
 
 def _run_summary(run: Run) -> dict[str, object]:

@@ -12,9 +12,8 @@ import time
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from runner.canonical import sha256_hex
 from runner.ledger.store import Store
-from runner.status import describe
+from runner.status import read_status
 
 
 def export_run(store: Store, run_id: str, dest: Path) -> Path:
@@ -22,11 +21,7 @@ def export_run(store: Store, run_id: str, dest: Path) -> Path:
     run = store.get_run(run_id)
     folder = dest / run_id
     folder.mkdir(parents=True, exist_ok=True)
-    effects = store.effects(run_id)
-    artifacts = store.artifacts(run_id)
-    spec = store.read_artifact(run_id, "spec.md")
-    status = describe(run, store.completed_steps(run_id), effects,
-                      spec_sha256=sha256_hex(spec) if spec is not None else None, now=time.time())
+    status = read_status(store, run_id, now=time.time())
     _write(folder / "run.json", _json({
         "id": run.id, "repo": run.repo, "title": run.title, "body": run.body,
         "workflow": run.workflow, "issue": run.issue, "pr": run.pr, "state": run.state.value,
@@ -40,8 +35,8 @@ def export_run(store: Store, run_id: str, dest: Path) -> Path:
         json.dumps(e.to_dict(), sort_keys=True) + "\n" for e in store.events(run_id)
     ).encode())
     _write(folder / "state.snapshot.json", _json(status.to_dict()))
-    _write(folder / "effects.json", _json([e.to_dict() for e in effects]))
-    for path, sha in artifacts.items():
+    _write(folder / "effects.json", _json(status.effects))
+    for path, sha in store.artifacts(run_id).items():
         _write(folder / _safe(path), store.get_artifact(sha))
     return folder
 

@@ -1,11 +1,16 @@
-"""The four answers ``ratchet status`` gives from the ledger alone (pure)."""
+"""The four answers ``ratchet status`` gives from the ledger alone.
+
+``describe`` and ``next_action`` are pure; ``read_status`` gathers their inputs from a store.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from runner.canonical import sha256_hex
 from runner.ledger.records import Effect, EffectStatus, Run
+from runner.ledger.store import Store
 from runner.workflow import State, is_runnable
 
 
@@ -85,3 +90,11 @@ def next_action(run: Run, effects: list[Effect], *, spec_sha256: str | None, now
         return (f"wait: a retry of {run.step} is scheduled in {run.ready_at - now:.0f}s;"
                 f" `ratchet resume {rid}` runs it then{settle}")
     return f"`ratchet resume {rid}`: continues from {run.step}{settle}"
+
+
+def read_status(store: Store, run_id: str, *, now: float) -> RunStatus:
+    """The run's status from the ledger (``UnknownRun`` names an id it does not hold)."""
+    run = store.get_run(run_id)
+    spec = store.read_artifact(run_id, "spec.md")
+    return describe(run, store.completed_steps(run_id), store.effects(run_id),
+                    spec_sha256=sha256_hex(spec) if spec is not None else None, now=now)
