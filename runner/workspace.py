@@ -1,14 +1,20 @@
-"""Workspaces: one bare mirror per repository, one git worktree per run and lease epoch.
+"""Workspaces: one bare mirror per repository, one worktree and one private git dir per run epoch.
 
 A step's result is checkpointed as a tree hash plus a binary patch against the run's base, so a
 fresh worker on another host rebuilds the same worktree and proves it by hash (DESIGN.md,
 "Workspaces"). Layout under ``root``::
 
     mirrors/<name>-<sha1(url)[:12]>.git    bare mirror clone, guarded by <mirror>.lock (flock)
-    runs/<run_id>/<epoch>/                 detached worktree of that mirror
+    runs/<run_id>/<epoch>/                 the worktree: the agent's folder
+    gitdirs/<run_id>/<epoch>.git           Ratchet's git dir for that worktree
 
-Every git call goes through ``_Git``, which fixes the environment and the configuration that
-would otherwise let a user's settings change hashes, patches or prompts.
+The worktree is the agent's: whatever it holds, its ``.git`` included, is untrusted. Ratchet's
+own git for a run lives in ``gitdirs/`` (index, HEAD, config, its own objects; the mirror's
+objects through ``objects/info/alternates``), outside the agent's sandbox, and every git call
+names it and the work tree explicitly (``verification.git``), so a planted ``.git`` file,
+config, hook or attribute is never read. The worktree gets a ``.git`` of its own, built here
+before the agent starts, so the agent's ``git status`` and ``git diff`` work; nothing Ratchet
+decides ever reads it again.
 """
 
 from __future__ import annotations
@@ -19,80 +25,35 @@ import logging
 import os
 import re
 import shutil
-import subprocess
+import stat
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from runner.errors import WorkspaceError, WorkspaceMismatch
+from verification.git import Git, GitError, install_neutral_attributes
 
 logger = logging.getLogger(__name__)
-
-# Configuration forced on every git call: output, content and hashes must not depend on the
-# user's or the host's settings (https://git-scm.com/docs/git-config).
-_GIT_CONFIG = (
-    "core.quotePath=off",  # paths as raw UTF-8, not octal escapes
-    "core.autocrlf=false",  # content is stored and restored byte for byte
-    "core.safecrlf=false",
-    "core.excludesFile=/dev/null",  # only the repository's .gitignore decides what is ignored
-    "core.hooksPath=/dev/null",  # Ratchet's own git calls run no hooks
-    "color.ui=false",
-    "advice.detachedHead=false",
-    "i18n.commitEncoding=UTF-8",  # no encoding header: same inputs, same commit sha
-    "gc.autoDetach=false",  # an automatic gc finishes while the mirror lock is still held
-)
-
-# Inherited variables git may keep: transport and authentication only. Everything else named
-# GIT_* (GIT_DIR, GIT_INDEX_FILE, GIT_CONFIG_PARAMETERS, identities, ...) would redirect or
-# reshape our calls, e.g. when Ratchet itself runs inside a git hook.
-_GIT_ENV_KEEP = frozenset(
-    {
-        "GIT_ASKPASS",
-        "GIT_CONFIG_GLOBAL",
-        "GIT_CONFIG_NOSYSTEM",
-        "GIT_CONFIG_SYSTEM",
-        "GIT_EXEC_PATH",
-        "GIT_PROXY_COMMAND",
-        "GIT_SSH",
-        "GIT_SSH_COMMAND",
-        "GIT_SSH_VARIANT",
-        "GIT_SSL_CAINFO",
-        "GIT_SSL_CAPATH",
-    }
-)
-
-_GIT_ENV_FIXED = {
-    "LC_ALL": "C",
-    "LANGUAGE": "C",
-    "GIT_TERMINAL_PROMPT": "0",  # fail instead of waiting for a password nobody will type
-    "GIT_PAGER": "cat",
-    "PAGER": "cat",
-    "GIT_OPTIONAL_LOCKS": "0",  # reading commands never rewrite a worktree's index
-}
 
 # A revision evaluated against the source's current HEAD rather than the mirror's stale one.
 _HEAD_REV = re.compile(r"^HEAD(?=$|[~^])")
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+# The configuration of the agent's own .git (written by hand: no git runs on the agent's side).
+_AGENT_GIT_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
 
 
 class GitCommandFailed(WorkspaceError):
     """A git command exited non-zero; carries the command, the folder and git's output."""
 
-    def __init__(
-        self, args: Sequence[str], cwd: Path, returncode: int, stdout: bytes, stderr: bytes
-    ) -> None:
-        self.command = ("git", *args)
-        self.cwd = cwd
-        self.returncode = returncode
-        self.stdout = stdout
-        self.stderr = stderr.decode("utf-8", "replace").strip()
-        super().__init__(
-            f"`git {' '.join(args)}` failed in {cwd} (exit {returncode}): "
-            f"{self.stderr or '(no output)'}"
-        )
+    def __init__(self, error: GitError) -> None:
+        self.command = error.command
+        self.returncode = error.returncode
+        self.stdout = error.stdout
+        self.stderr = error.stderr
+        super().__init__(str(error))
 
 
 class PushRejected(WorkspaceError):
@@ -118,47 +79,14 @@ class Snapshot:
     patch: bytes
 
 
-class _Git:
-    """The one way git is run here: fixed environment and configuration, errors that explain."""
+@dataclass(frozen=True)
+class Finding:
+    """A worktree entry a step may not leave behind: ``kind`` is ``too_large``,
+    ``symlink_out`` or ``special_file``; ``path`` is repo-relative (bytes decoded losslessly)."""
 
-    def __init__(self, environ: Mapping[str, str]) -> None:
-        kept = {k: v for k, v in environ.items() if not k.startswith("GIT_") or k in _GIT_ENV_KEEP}
-        self._env = {**kept, **_GIT_ENV_FIXED}
-
-    def __call__(
-        self,
-        cwd: Path,
-        *args: str,
-        input: bytes | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> bytes:
-        command = ["git"]
-        for setting in _GIT_CONFIG:
-            command += ["-c", setting]
-        command += args
-        logger.debug("git %r in %r", args, str(cwd))
-        try:
-            result = subprocess.run(
-                command,
-                cwd=cwd,
-                env={**self._env, **(env or {})},
-                input=input,
-                stdin=None if input is not None else subprocess.DEVNULL,
-                capture_output=True,
-                check=False,
-            )
-        except OSError as exc:
-            raise WorkspaceError(
-                f"could not run `git {' '.join(args)}` in {cwd}: {exc}; "
-                f"check that git is installed and the folder exists"
-            ) from exc
-        if result.returncode != 0:
-            raise GitCommandFailed(args, cwd, result.returncode, result.stdout, result.stderr)
-        return result.stdout
-
-    def text(self, cwd: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
-        """Run git and return its stdout stripped, as text."""
-        return self(cwd, *args, env=env).decode().strip()
+    kind: str
+    path: str
+    detail: str
 
 
 @contextmanager
@@ -210,14 +138,34 @@ def _check_run_id(run_id: str) -> str:
     return run_id
 
 
+def _run(git: Git, *args: str, input: bytes | None = None,
+         env: dict[str, str] | None = None) -> bytes:
+    """Run git, turning its failure into this layer's ``GitCommandFailed``."""
+    try:
+        return git(*args, input=input, env=env)
+    except GitError as exc:
+        raise GitCommandFailed(exc) from exc
+
+
+def _text(git: Git, *args: str, env: dict[str, str] | None = None) -> str:
+    return _run(git, *args, env=env).decode("utf-8", "replace").strip()
+
+
+def _paths(git: Git, *args: str) -> list[str]:
+    try:
+        return git.paths(*args)
+    except GitError as exc:
+        raise GitCommandFailed(exc) from exc
+
+
 class Workspaces:
-    """Mirrors and per-run worktrees under one root folder (``$RATCHET_HOME/work``)."""
+    """Mirrors, per-run worktrees and their private git dirs under one root folder."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root).resolve()
         self._mirrors = self.root / "mirrors"
         self._runs = self.root / "runs"
-        self._git = _Git(os.environ)
+        self._gitdirs = self.root / "gitdirs"
 
     # -- mirrors -------------------------------------------------------------------------------
 
@@ -229,22 +177,29 @@ class Workspaces:
         """
         url = _normalise_url(repo_url)
         mirror = self._mirror_path(url)
+        git = Git(git_dir=mirror)
         with _locked(self._lock_path(mirror)):
             if not self._clone_if_absent(url, mirror):
-                self._git(mirror, "fetch", "--quiet", "--prune", "origin")
+                _run(git, "fetch", "--quiet", "--prune", "origin")
             local_rev = rev
             if _HEAD_REV.match(rev):
                 # The mirror's HEAD is fixed at clone time; ask the source for its HEAD now.
-                self._git(mirror, "fetch", "--quiet", "--no-tags", "origin", "HEAD")
+                _run(git, "fetch", "--quiet", "--no-tags", "origin", "HEAD")
                 local_rev = "FETCH_HEAD" + rev.removeprefix("HEAD")
             try:
-                return self._git.text(
-                    mirror, "rev-parse", "--verify", "--end-of-options", f"{local_rev}^{{commit}}"
+                return _text(
+                    git, "rev-parse", "--verify", "--end-of-options", f"{local_rev}^{{commit}}"
                 )
             except GitCommandFailed as exc:
                 raise WorkspaceError(
                     f"{repo_url!r} has no commit {rev!r}; check the branch, tag or sha"
                 ) from exc
+
+    def read_file(self, repo_url: str, rev: str, path: str) -> bytes | None:
+        """The bytes of ``path`` at commit ``rev`` of the repository (fetched), or None."""
+        mirror = self._mirror_path(_normalise_url(repo_url))
+        result = Git(git_dir=mirror).run("cat-file", "blob", f"{rev}:{path}", check=False)
+        return result.stdout if result.returncode == 0 else None
 
     def _mirror_path(self, url: str) -> Path:
         return self._mirrors / _mirror_name(url)
@@ -264,9 +219,11 @@ class Workspaces:
         scratch = mirror.with_name(mirror.name + ".partial")
         shutil.rmtree(scratch, ignore_errors=True)
         logger.info("cloning mirror of %r into %r", url, str(mirror))
+        self._mirrors.mkdir(parents=True, exist_ok=True)
         # --template= keeps a user's init.templateDir (hooks, info/exclude) out of the mirror.
-        self._git(
-            self._mirrors, "clone", "--quiet", "--mirror", "--template=", "--", url, str(scratch)
+        _run(
+            Git(git_dir=None, cwd=self._mirrors),
+            "clone", "--quiet", "--mirror", "--template=", "--", url, str(scratch),
         )
         scratch.rename(mirror)
         return True
@@ -275,45 +232,51 @@ class Workspaces:
         """Fetch when ``base`` is not in the mirror yet (caller holds the lock)."""
         if self._has_commit(mirror, base):
             return
-        self._git(mirror, "fetch", "--quiet", "--prune", "origin")
+        _run(Git(git_dir=mirror), "fetch", "--quiet", "--prune", "origin")
         if not self._has_commit(mirror, base):
             raise WorkspaceError(
                 f"commit {base!r} is not in the source of {mirror.name} even after a fetch; "
                 f"resolve the base revision again"
             )
 
-    def _has_commit(self, mirror: Path, rev: str) -> bool:
-        try:
-            self._git(mirror, "cat-file", "-e", "--end-of-options", f"{rev}^{{commit}}")
-        except GitCommandFailed:
-            return False
-        return True
+    @staticmethod
+    def _has_commit(mirror: Path, rev: str) -> bool:
+        result = Git(git_dir=mirror).run(
+            "cat-file", "-e", "--end-of-options", f"{rev}^{{commit}}", check=False
+        )
+        return result.returncode == 0
 
     # -- worktrees -----------------------------------------------------------------------------
 
     def checkout(self, run_id: str, epoch: int, repo_url: str, base: str) -> Path:
         """Return the run's worktree for ``epoch``, creating it at ``base`` if it is not there.
 
-        Idempotent: an existing worktree is returned as it is. A new one is built in a scratch
-        folder and moved into place, so its final path only ever names a complete checkout.
+        Idempotent: an existing worktree is returned as it is. A new one (and its git dir) is
+        built in scratch folders and moved into place, worktree last, so its final path only
+        ever names a complete checkout.
         """
         path = self._runs / _check_run_id(run_id) / str(epoch)
-        if path.is_dir():
+        gitdir = self.git_dir_of(path)
+        if path.is_dir() and gitdir.is_dir():
             return path
         url = _normalise_url(repo_url)
         mirror = self._mirror_path(url)
         with _locked(self._lock_path(mirror)):
-            if path.is_dir():
+            if path.is_dir() and gitdir.is_dir():
                 return path
             self._clone_if_absent(url, mirror)
             self._ensure_commit(mirror, base)
             scratch = path.with_name(f"{epoch}.partial")
-            shutil.rmtree(scratch, ignore_errors=True)
-            # Forget worktrees whose folders are gone (a crash, a removed run) before adding.
-            self._git(mirror, "worktree", "prune", "--expire=now")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._git(mirror, "worktree", "add", "--quiet", "--detach", str(scratch), base)
-            self._git(mirror, "worktree", "move", str(scratch), str(path))
+            scratch_gitdir = gitdir.with_name(f"{gitdir.name}.partial")
+            for leftover in (scratch, scratch_gitdir, path):
+                shutil.rmtree(leftover, ignore_errors=True)
+            _init_gitdir(scratch_gitdir, mirror)
+            scratch.mkdir(parents=True)
+            _run(Git(git_dir=scratch_gitdir, work_tree=scratch), "reset", "--quiet", "--hard", base)
+            _init_agent_git(scratch, scratch_gitdir, mirror, base)
+            shutil.rmtree(gitdir, ignore_errors=True)
+            scratch_gitdir.rename(gitdir)
+            scratch.rename(path)
         logger.info("checked out %r at %r for run %r epoch %r", str(path), base, run_id, epoch)
         return path
 
@@ -326,44 +289,71 @@ class Workspaces:
             int(child.name)
             for child in run_dir.iterdir()
             if child.is_dir() and child.name.isdigit() and int(child.name) < epoch
+            and self.git_dir_of(child).is_dir()
         ]
         return [run_dir / str(number) for number in sorted(earlier, reverse=True)]
 
     def remove_run(self, run_id: str) -> None:
-        """Delete every worktree of the run and forget them in their mirrors; idempotent.
+        """Delete every worktree and git dir of the run; idempotent.
 
-        Folders are deleted and the mirror pruned (rather than ``git worktree remove``, which
-        refuses locked or half-built worktrees): the end state is the same and always reached.
+        Nothing in the worktrees is read: ``shutil.rmtree`` removes symlinks without following
+        them, and a planted ``.git`` file is just another file.
         """
-        run_dir = self._runs / _check_run_id(run_id)
-        if not run_dir.is_dir():
-            return
-        mirrors = {m for child in run_dir.iterdir() if (m := self._mirror_of(child)) is not None}
-        try:
-            shutil.rmtree(run_dir)
-        except OSError as exc:
-            raise WorkspaceError(
-                f"could not delete the worktrees of run {run_id!r} in {run_dir}: {exc}; "
-                f"fix the permissions and call remove_run again"
-            ) from exc
-        for mirror in sorted(mirrors):
-            with _locked(self._lock_path(mirror)):
-                self._git(mirror, "worktree", "prune", "--expire=now")
+        for folder in (self._runs / _check_run_id(run_id), self._gitdirs / run_id):
+            try:
+                shutil.rmtree(folder)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise WorkspaceError(
+                    f"could not delete {folder} of run {run_id!r}: {exc}; fix the permissions "
+                    f"and call remove_run again"
+                ) from exc
         logger.info("removed worktrees of run %r", run_id)
 
-    @staticmethod
-    def _mirror_of(worktree: Path) -> Path | None:
-        """The mirror owning a worktree, from its ``.git`` file (``gitdir: .../worktrees/x``)."""
+    def repository_objects(self, worktree: Path) -> Path:
+        """The mirror's object folder a worktree's history lives in (for the agent's view)."""
+        alternates = self.git_dir_of(worktree) / "objects" / "info" / "alternates"
+        return Path(alternates.read_text().strip())
+
+    def git_dir_of(self, worktree: Path) -> Path:
+        """Ratchet's private git dir for a worktree, from the layout (never from the worktree)."""
         try:
-            line = (worktree / ".git").read_text().strip()
-        except OSError:
-            return None
-        if not line.startswith("gitdir:"):
-            return None
-        mirror = Path(line.removeprefix("gitdir:").strip()).parent.parent
-        return mirror if mirror.is_dir() else None
+            relative = Path(worktree).resolve().relative_to(self._runs)
+        except ValueError:
+            raise WorkspaceError(
+                f"{worktree} is not a worktree of {self._runs}; check it out with checkout()"
+            ) from None
+        if len(relative.parts) != 2:
+            raise WorkspaceError(f"{worktree} is not a run worktree (runs/<run>/<epoch>)")
+        run_id, epoch = relative.parts
+        return self._gitdirs / run_id / f"{epoch}.git"
+
+    def git(self, worktree: Path) -> Git:
+        """Ratchet's git for a worktree: its private git dir and the worktree, named explicitly."""
+        return Git(git_dir=self.git_dir_of(worktree), work_tree=Path(worktree).resolve())
 
     # -- content -------------------------------------------------------------------------------
+
+    def inspect(self, worktree: Path, *, max_file_bytes: int) -> list[Finding]:
+        """Entries a step added or changed that may not stay: files over ``max_file_bytes``,
+        symlinks whose target leaves the worktree, FIFOs, sockets and devices.
+
+        Runs before anything hashes the worktree, so a 200 MB file is refused by its size
+        without being read. Only what ``git`` would record counts (ignored files do not).
+        """
+        git = self.git(worktree)
+        root = Path(worktree).resolve()
+        candidates = set(_paths(git, "ls-files", "-z", "--others", "--exclude-standard"))
+        candidates.update(_paths(git, "diff-files", "-z", "--name-only", "--no-renames"))
+        findings = []
+        for relative in sorted(candidates):
+            if relative.endswith("/"):
+                continue  # an untracked nested repository: recorded as a link, never read
+            finding = _inspect_entry(root, relative, max_file_bytes)
+            if finding is not None:
+                findings.append(finding)
+        return findings
 
     def tree_of(self, worktree: Path) -> str:
         """The tree hash of the worktree's content, without touching its index or files.
@@ -372,11 +362,12 @@ class Workspaces:
         they are now plus untracked files not ignored by the repository's .gitignore. A fresh
         temporary index is used, so index flags such as assume-unchanged cannot hide a change.
         """
+        git = self.git(worktree)
         with tempfile.TemporaryDirectory(prefix="ratchet-index-") as scratch:
             env = {"GIT_INDEX_FILE": str(Path(scratch, "index"))}
-            self._git(worktree, "read-tree", "HEAD", env=env)
-            self._git(worktree, "add", "--all", env=env)
-            return self._git.text(worktree, "write-tree", env=env)
+            _run(git, "read-tree", "HEAD", env=env)
+            _run(git, "add", "--all", env=env)
+            return _text(git, "write-tree", env=env)
 
     def snapshot(self, worktree: Path, base: str) -> Snapshot:
         """The worktree's tree hash and the binary patch from ``base`` that rebuilds it."""
@@ -388,41 +379,46 @@ class Workspaces:
         return self._patch(worktree, from_tree, self.tree_of(worktree))
 
     def changed_files(self, worktree: Path, base: str) -> list[str]:
-        """Sorted repo-relative paths whose content differs between ``base`` and the worktree."""
+        """Sorted repo-relative paths whose content differs between ``base`` and the worktree.
+
+        Names that are not UTF-8 come back with surrogate escapes (``os.fsdecode``), so they
+        still name the file; callers that store or show them decide how to print them.
+        """
         tree = self.tree_of(worktree)
-        out = self._git(
-            worktree, "diff-tree", "-r", "-z", "--name-only", "--no-renames", base, tree
-        )
-        return sorted(os.fsdecode(name) for name in out.split(b"\0") if name)
+        return sorted(_paths(
+            self.git(worktree), "diff-tree", "-r", "-z", "--name-only", "--no-renames", base, tree
+        ))
 
     def _patch(self, worktree: Path, old: str, new: str) -> bytes:
         # Plumbing diff-tree ignores diff.* UI settings (noprefix, external drivers, textconv),
         # so the patch is the same on every host. Renames appear as delete + add.
-        return self._git(
-            worktree, "diff-tree", "-p", "--binary", "--full-index", "--no-renames", old, new
+        return _run(
+            self.git(worktree),
+            "diff-tree", "-p", "--binary", "--full-index", "--no-renames", old, new,
         )
 
     def restore(self, worktree: Path, base: str, patch: bytes, expected_tree: str) -> None:
         """Reset the worktree to ``base``, apply ``patch``, prove the result is ``expected_tree``.
 
-        Untracked and ignored files are removed first. Raises WorkspaceMismatch naming both
-        hashes when the rebuilt content differs, and GitCommandFailed when the patch does not
-        apply.
+        Untracked and ignored files are removed first, and the agent's ``.git`` is rebuilt.
+        Raises WorkspaceMismatch naming both hashes when the rebuilt content differs, and
+        GitCommandFailed when the patch does not apply.
         """
-        self._git(worktree, "reset", "--quiet", "--hard", base)
-        self._git(worktree, "clean", "-ffdxq")
+        git = self.git(worktree)
+        _run(git, "reset", "--quiet", "--hard", base)
+        _run(git, "clean", "-ffdxq")
         if patch:
             # --whitespace=nowarn: apply byte for byte even if apply.whitespace=fix is set.
-            self._git(
-                worktree, "apply", "--binary", "--index", "--whitespace=nowarn", "-", input=patch
-            )
-        rebuilt = self._git.text(worktree, "write-tree")
+            _run(git, "apply", "--binary", "--index", "--whitespace=nowarn", "-", input=patch)
+        rebuilt = _text(git, "write-tree")
         if rebuilt != expected_tree:
             raise WorkspaceMismatch(
                 f"worktree {worktree} rebuilt from {base} hashes to tree {rebuilt}, expected "
                 f"{expected_tree}; the checkpoint's patch or base is wrong: redo the step from "
                 f"the previous good checkpoint"
             )
+        gitdir = self.git_dir_of(worktree)
+        _init_agent_git(Path(worktree), gitdir, self.repository_objects(worktree).parent, base)
         logger.info("restored %r to tree %r", str(worktree), rebuilt)
 
     # -- publishing ----------------------------------------------------------------------------
@@ -452,19 +448,10 @@ class Workspaces:
             "GIT_COMMITTER_EMAIL": email,
             "GIT_COMMITTER_DATE": date,
         }
-        out = self._git(
-            worktree,
-            "commit-tree",
-            "--no-gpg-sign",
-            "-p",
-            parent,
-            "-F",
-            "-",
-            tree,
-            input=message.encode(),
-            env=env,
+        return _text_input(
+            self.git(worktree), message.encode(), env,
+            "commit-tree", "--no-gpg-sign", "-p", parent, "-F", "-", tree,
         )
-        return out.decode().strip()
 
     def push(
         self, worktree: Path, *, remote: str, commit: str, branch: str, expect: str | None
@@ -477,19 +464,13 @@ class Workspaces:
         ref = f"refs/heads/{branch}"
         remote = _normalise_url(remote)
         try:
-            self._git(
-                worktree,
-                "push",
-                "--porcelain",
-                "--no-verify",
-                f"--force-with-lease={ref}:{expect or ''}",
-                "--",
-                remote,
-                f"{commit}:{ref}",
+            self.git(worktree)(
+                "push", "--porcelain", "--no-verify",
+                f"--force-with-lease={ref}:{expect or ''}", "--", remote, f"{commit}:{ref}",
             )
-        except GitCommandFailed as exc:
+        except GitError as exc:
             if b"[rejected] (stale info)" not in exc.stdout:
-                raise
+                raise GitCommandFailed(exc) from exc
             raise PushRejected(remote, branch, expect, self.remote_branch(remote, branch)) from exc
         logger.info("pushed %r to %r branch %r", commit, remote, branch)
 
@@ -497,9 +478,67 @@ class Workspaces:
         """The sha ``branch`` points at on ``remote``, or None when the branch does not exist."""
         ref = f"refs/heads/{branch}"
         self.root.mkdir(parents=True, exist_ok=True)
-        out = self._git.text(self.root, "ls-remote", "--heads", "--", _normalise_url(remote), ref)
+        out = _text(
+            Git(git_dir=None, cwd=self.root), "ls-remote", "--heads", "--", _normalise_url(remote),
+            ref,
+        )
         for line in out.splitlines():
             sha, _, name = line.partition("\t")
             if name == ref:
                 return sha
         return None
+
+
+def _text_input(git: Git, data: bytes, env: dict[str, str], *args: str) -> str:
+    return _run(git, *args, input=data, env=env).decode().strip()
+
+
+def _init_gitdir(gitdir: Path, mirror: Path) -> None:
+    """A private git dir whose objects come from the mirror (alternates) and whose attributes
+    neutralise any ``.gitattributes`` the worktree holds."""
+    gitdir.parent.mkdir(parents=True, exist_ok=True)
+    _run(Git(git_dir=None, cwd=gitdir.parent), "init", "--quiet", "--bare", "--template=",
+         str(gitdir))
+    _run(Git(git_dir=gitdir), "config", "core.bare", "false")
+    (gitdir / "objects" / "info").mkdir(parents=True, exist_ok=True)
+    (gitdir / "objects" / "info" / "alternates").write_text(f"{mirror / 'objects'}\n")
+    install_neutral_attributes(gitdir)
+
+
+def _init_agent_git(worktree: Path, gitdir: Path, mirror: Path, head: str) -> None:
+    """Give the agent a working ``.git`` of its own: HEAD at ``head``, the index Ratchet just
+    wrote, history from the mirror's objects. Written by hand; whatever was there is removed
+    without being read."""
+    agent_git = worktree / ".git"
+    if agent_git.is_symlink() or agent_git.is_file():
+        agent_git.unlink()
+    elif agent_git.exists():
+        shutil.rmtree(agent_git)
+    for folder in ("objects/info", "objects/pack", "refs/heads", "refs/tags"):
+        (agent_git / folder).mkdir(parents=True)
+    (agent_git / "HEAD").write_text(f"{head}\n")
+    (agent_git / "config").write_text(_AGENT_GIT_CONFIG)
+    (agent_git / "objects" / "info" / "alternates").write_text(f"{mirror / 'objects'}\n")
+    shutil.copyfile(gitdir / "index", agent_git / "index")
+
+
+def _inspect_entry(root: Path, relative: str, max_file_bytes: int) -> Finding | None:
+    full = root / relative
+    try:
+        info = full.lstat()
+    except FileNotFoundError:
+        return None  # a deletion
+    if stat.S_ISLNK(info.st_mode):
+        target = os.readlink(full)
+        resolved = Path(os.path.realpath(full))
+        if os.path.isabs(target) or not resolved.is_relative_to(root):
+            return Finding("symlink_out", relative, f"symlink to {target!r} leaves the worktree")
+        return None
+    if stat.S_ISREG(info.st_mode):
+        if info.st_size > max_file_bytes:
+            return Finding("too_large", relative,
+                           f"{info.st_size} bytes, over the {max_file_bytes}-byte limit")
+        return None
+    if stat.S_ISDIR(info.st_mode):
+        return None
+    return Finding("special_file", relative, "a FIFO, socket or device file")

@@ -36,6 +36,12 @@ def source(tmp_path: Path) -> Path:
     return path
 
 
+def ratchet_git(spaces: Workspaces, worktree: Path, *args: str) -> str:
+    """Git on Ratchet's private git dir of ``worktree`` (where its trees and commits live)."""
+    return git(worktree, f"--git-dir={spaces.git_dir_of(worktree)}", f"--work-tree={worktree}",
+               *args)
+
+
 def files_of(root: Path) -> dict[str, tuple[int, bytes]]:
     """Every file under ``root`` except .git: path -> (mode bits that git keeps, bytes or link)."""
     found: dict[str, tuple[int, bytes]] = {}
@@ -115,7 +121,7 @@ def test_changed_files_lists_every_kind_of_change_but_not_ignored(
         "tool.sh",
     ]
     tree = spaces.tree_of(worktree)
-    listed = git(worktree, "ls-tree", "-r", "--name-only", tree).split()
+    listed = ratchet_git(spaces, worktree, "ls-tree", "-r", "--name-only", tree).split()
     assert "debug.log" not in listed and "build/out.o" not in listed
 
 
@@ -144,7 +150,8 @@ def test_snapshot_sees_changes_hidden_by_assume_unchanged(tmp_path: Path, source
     spaces = Workspaces(tmp_path / "work")
     base = spaces.resolve(str(source))
     worktree = spaces.checkout("run-1", 1, str(source), base)
-    git(worktree, "update-index", "--assume-unchanged", "README.md")
+    git(worktree, "update-index", "--assume-unchanged", "README.md")  # the agent's own index
+    ratchet_git(spaces, worktree, "update-index", "--assume-unchanged", "README.md")
     (worktree / "README.md").write_text("hidden edit\n")
 
     assert spaces.changed_files(worktree, base) == ["README.md"]
@@ -221,7 +228,7 @@ def test_commit_is_deterministic_across_hosts(tmp_path: Path, source: Path) -> N
         trees.append(tree)
 
     assert trees[0] == trees[1] and commits[0] == commits[1]
-    body = git(worktree, "cat-file", "commit", commits[0])
+    body = ratchet_git(spaces, worktree, "cat-file", "commit", commits[0])
     assert f"author Ratchet <ratchet@localhost> {int(WHEN.timestamp())} +0530" in body
     assert f"committer Ratchet <ratchet@localhost> {int(WHEN.timestamp())} +0530" in body
     assert body.endswith("\n\nAdd x\n")
@@ -296,12 +303,11 @@ def test_remove_run_cleans_up_and_is_idempotent(tmp_path: Path, source: Path) ->
     spaces.remove_run("run-1")
     spaces.remove_run("run-1")
 
-    mirror = next((tmp_path / "work" / "mirrors").glob("*.git"))
-    listed = git(mirror, "worktree", "list", "--porcelain")
     assert not any(path.exists() for path in doomed)
     assert not (tmp_path / "work" / "runs" / "run-1").exists()
-    assert all(str(path) not in listed for path in doomed)
-    assert str(kept) in listed and kept.is_dir()
+    assert not (tmp_path / "work" / "gitdirs" / "run-1").exists()
+    assert kept.is_dir() and spaces.git_dir_of(kept).is_dir()
+    assert spaces.tree_of(kept) == spaces.tree_of(spaces.checkout("run-3", 1, str(source), base))
     # The folder can be checked out again after removal.
     assert spaces.checkout("run-1", 1, str(source), base) == doomed[0]
 
@@ -321,11 +327,10 @@ def test_concurrent_checkouts_share_one_sound_mirror(tmp_path: Path, source: Pat
     mirrors = list((root / "mirrors").glob("*.git"))
     assert len(mirrors) == 1
     git(mirrors[0], "fsck", "--no-progress", "--strict")
-    listed = git(mirrors[0], "worktree", "list", "--porcelain")
     spaces = Workspaces(root)
     base_tree = git(source, "rev-parse", f"{base}^{{tree}}").strip()
     for path in paths:
-        assert str(path) in listed
+        assert spaces.git_dir_of(path).is_dir()
         assert spaces.tree_of(path) == base_tree
 
 
@@ -400,15 +405,17 @@ def test_user_git_config_cannot_change_hashes_or_patches(
     monkeypatch.setenv("GIT_INDEX_FILE", str(tmp_path / "stray-index"))
     hostile = Workspaces(tmp_path / "hostile")
 
-    snaps = []
+    snaps, commits = [], []
     for spaces in (clean, hostile):
         worktree = spaces.checkout("run-1", 1, str(source), base)
         edit_everything(worktree)
         write_files(worktree, {"crlf.txt": b"a\r\nb  \r\n", "ünïcode.md": "x\n"})
         snaps.append(spaces.snapshot(worktree, base))
-        commit = spaces.commit(worktree, tree=snaps[-1].tree, parent=base, message="m", when=WHEN)
+        commits.append(
+            spaces.commit(worktree, tree=snaps[-1].tree, parent=base, message="m", when=WHEN)
+        )
     assert snaps[0] == snaps[1]
-    assert commit == clean.commit(worktree, tree=snaps[0].tree, parent=base, message="m", when=WHEN)
+    assert commits[0] == commits[1]
 
     fresh = hostile.checkout("run-1", 2, str(source), base)
     hostile.restore(fresh, base, snaps[0].patch, snaps[0].tree)
@@ -420,13 +427,13 @@ def test_user_git_config_cannot_change_hashes_or_patches(
 def test_checkout_recovers_from_a_half_built_worktree(tmp_path: Path, source: Path) -> None:
     spaces = Workspaces(tmp_path / "work")
     base = spaces.resolve(str(source))
-    mirror = next((tmp_path / "work" / "mirrors").glob("*.git"))
     leftover = tmp_path / "work" / "runs" / "run-1" / "1.partial"
-    git(mirror, "worktree", "add", "--quiet", "--detach", str(leftover), base)
-    (leftover / "README.md").unlink()  # as if the process died mid-checkout
+    leftover_gitdir = tmp_path / "work" / "gitdirs" / "run-1" / "1.git.partial"
+    write_files(leftover, {"half.txt": "as if the process died mid-checkout\n"})
+    write_files(leftover_gitdir, {"HEAD": "garbage\n"})
 
     worktree = spaces.checkout("run-1", 1, str(source), base)
 
-    assert not leftover.exists()
+    assert not leftover.exists() and not leftover_gitdir.exists()
     assert files_of(worktree) == files_of(source)
-    assert str(leftover) not in git(mirror, "worktree", "list", "--porcelain")
+    assert spaces.tree_of(worktree) == git(source, "rev-parse", f"{base}^{{tree}}").strip()

@@ -1,20 +1,26 @@
 """Repository trees that plan building reads: a directory, a git working tree, a git revision.
 
 These are the I/O adapters behind `verification.plan.Tree`; plan building itself never touches
-the filesystem or git.
+the filesystem or git. A working tree may have been written by untrusted code, so its files are
+read without following symlinks and with a size cap (`verification.files.read_beneath`), and
+git is run through `verification.git` with the repository named explicitly.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterable
 from pathlib import Path
+
+from verification.files import UnsafePath, read_beneath
+from verification.git import Git, GitError, discover
 
 # Folders that hold tools' caches or installed dependencies, never a workspace of the project.
 SKIPPED_DIRS = frozenset(
     {".git", "node_modules", ".venv", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
 )
+# Largest file plan building reads (manifests and config); a larger one reads as absent.
+MAX_READ_BYTES = 4 << 20
 
 
 class TreeError(Exception):
@@ -35,7 +41,7 @@ class DirectoryTree:
                 yield (relative / name).as_posix()
 
     def read_text(self, path: str) -> str | None:
-        return _read(self.root / path)
+        return _read(self.root, path)
 
 
 class GitTree:
@@ -44,62 +50,73 @@ class GitTree:
     Untracked files count because a change under review is often not committed yet.
     """
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    def __init__(self, git: Git) -> None:
+        if git.work_tree is None:
+            raise ValueError("GitTree needs a repository with a work tree")
+        self.git = git
+        self.root = git.work_tree
         self._paths: list[str] | None = None
+
+    @classmethod
+    def discover(cls, path: Path) -> GitTree:
+        """The working tree of the repository containing `path` (a user's own checkout)."""
+        try:
+            return cls(discover(path))
+        except GitError as exc:
+            raise TreeError(f"{exc}; check that the path is a git repository") from exc
 
     def paths(self) -> Iterable[str]:
         if self._paths is None:
-            output = _git(self.root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-            self._paths = sorted({p for p in output.split("\0") if p})
+            self._paths = sorted(set(_list(
+                self.git, "ls-files", "-z", "--cached", "--others", "--exclude-standard"
+            )))
         return self._paths
 
     def read_text(self, path: str) -> str | None:
-        return _read(self.root / path)
+        return _read(self.root, path)
 
 
 class GitRevisionTree:
-    """The files of one committed revision, read with `git ls-tree` and `git show`."""
+    """The files of one committed revision, read from git's object store."""
 
-    def __init__(self, root: Path, revision: str) -> None:
-        self.root = root
+    def __init__(self, git: Git, revision: str) -> None:
+        self.git = git
         self.revision = revision
         self._paths: list[str] | None = None
 
     def paths(self) -> Iterable[str]:
         if self._paths is None:
-            output = _git(self.root, "ls-tree", "-r", "-z", "--name-only", self.revision)
-            self._paths = sorted(p for p in output.split("\0") if p)
+            self._paths = sorted(_list(self.git, "ls-tree", "-r", "-z", "--name-only",
+                                       self.revision))
         return self._paths
 
+    def read_bytes(self, path: str) -> bytes | None:
+        """The raw bytes of `path` at the revision, or None when it is not a file there."""
+        # A str argument with surrogate escapes reaches git as the original bytes.
+        result = self.git.run("cat-file", "blob", f"{self.revision}:{path}", check=False)
+        return result.stdout if result.returncode == 0 else None
+
     def read_text(self, path: str) -> str | None:
-        result = subprocess.run(
-            ["git", "-C", str(self.root), "show", f"{self.revision}:{path}"],
-            capture_output=True,
-            check=False,
-        )
-        if result.returncode != 0:
+        data = self.read_bytes(path)
+        if data is None or len(data) > MAX_READ_BYTES:
             return None
         try:
-            return result.stdout.decode("utf-8")
+            return data.decode("utf-8")
         except UnicodeDecodeError:
             return None
 
 
-def _read(file: Path) -> str | None:
+def _read(root: Path, path: str) -> str | None:
     try:
-        return file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return read_beneath(root, path, limit=MAX_READ_BYTES).decode("utf-8")
+    except (UnsafePath, OSError, UnicodeDecodeError):
         return None
 
 
-def _git(root: Path, *args: str) -> str:
-    result = subprocess.run(
-        ["git", "-C", str(root), *args], capture_output=True, text=True, check=False
-    )
-    if result.returncode != 0:
+def _list(git: Git, *args: str) -> list[str]:
+    try:
+        return git.paths(*args)
+    except GitError as exc:
         raise TreeError(
-            f"git {' '.join(args[:2])} failed in {root}: {result.stderr.strip()}; "
-            "check that the path is a git repository and the revision exists"
-        )
-    return result.stdout
+            f"{exc}; check that the path is a git repository and the revision exists"
+        ) from exc

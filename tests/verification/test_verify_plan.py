@@ -14,23 +14,27 @@ from verification.tree import DirectoryTree, GitTree
 CONFIG = VerifyConfig(concurrency=4)
 
 
+def git_tree(root: Path) -> GitTree:
+    return GitTree.discover(root)
+
+
 def planned(plan: Plan) -> set[str]:
     return {check.key for check in plan.checks}
 
 
 def test_change_inside_one_workspace_plans_only_it(monorepo: Path) -> None:
-    plan = build_plan(["services/api/app_api.py"], GitTree(monorepo), CONFIG)
+    plan = build_plan(["services/api/app_api.py"], git_tree(monorepo), CONFIG)
     assert planned(plan) == {"services/api:pytest"}
     assert [w.path for w in plan.workspaces] == ["services/api"]
 
 
 def test_node_workspace_plans_its_scripts(monorepo: Path) -> None:
-    plan = build_plan(["web/sum.js"], GitTree(monorepo), CONFIG)
+    plan = build_plan(["web/sum.js"], git_tree(monorepo), CONFIG)
     assert [(c.key, c.command) for c in plan.checks] == [("web:node-test", "npm run test")]
 
 
 def test_ci_workflow_change_plans_every_workspace(monorepo: Path) -> None:
-    plan = build_plan([".github/workflows/ci.yml"], GitTree(monorepo), CONFIG)
+    plan = build_plan([".github/workflows/ci.yml"], git_tree(monorepo), CONFIG)
     assert planned(plan) == {
         "services/api:pytest",
         "services/worker:pytest",
@@ -40,32 +44,33 @@ def test_ci_workflow_change_plans_every_workspace(monorepo: Path) -> None:
 
 
 def test_root_lockfile_and_ratchet_config_plan_every_workspace(monorepo: Path) -> None:
-    everything = build_plan([".github/workflows/ci.yml"], GitTree(monorepo), CONFIG)
+    everything = build_plan([".github/workflows/ci.yml"], git_tree(monorepo), CONFIG)
     for path in ["package-lock.json", ".python-version", ".github/ratchet.yml"]:
-        assert build_plan([path], GitTree(monorepo), CONFIG) == everything, path
+        assert build_plan([path], git_tree(monorepo), CONFIG) == everything, path
 
 
 def test_documentation_change_plans_nothing(monorepo: Path) -> None:
-    plan = build_plan(["README.md", "services/api/README.md", "LICENSE"], GitTree(monorepo), CONFIG)
+    docs = ["README.md", "services/api/README.md", "LICENSE"]
+    plan = build_plan(docs, git_tree(monorepo), CONFIG)
     assert plan.is_empty
     assert plan.workspaces == ()
 
 
 def test_same_inputs_give_the_same_hash(monorepo: Path) -> None:
     changed = ["services/worker/app_worker.py", "web/sum.js"]
-    first = build_plan(changed, GitTree(monorepo), CONFIG)
+    first = build_plan(changed, git_tree(monorepo), CONFIG)
     second = build_plan(list(reversed(changed)), DirectoryTree(monorepo), CONFIG)
     assert first.to_json() == second.to_json()
     assert first.sha256 == second.sha256
     assert Plan.from_json(first.to_json()) == first
-    other = build_plan(["web/sum.js"], GitTree(monorepo), CONFIG)
+    other = build_plan(["web/sum.js"], git_tree(monorepo), CONFIG)
     assert other.sha256 != first.sha256
 
 
 def test_nested_workspace_resolves_to_the_nearest_manifest(monorepo: Path) -> None:
-    nested = build_plan(["services/worker/plugins/extra/app_extra.py"], GitTree(monorepo), CONFIG)
+    nested = build_plan(["services/worker/plugins/extra/app_extra.py"], git_tree(monorepo), CONFIG)
     assert planned(nested) == {"services/worker/plugins/extra:pytest"}
-    outer = build_plan(["services/worker/app_worker.py"], GitTree(monorepo), CONFIG)
+    outer = build_plan(["services/worker/app_worker.py"], git_tree(monorepo), CONFIG)
     assert planned(outer) == {"services/worker:pytest"}
     # The outer workspace's pytest must not collect the nested workspace's tests.
     assert outer.checks[0].command.endswith(" --ignore=plugins/extra")
@@ -75,7 +80,7 @@ def test_untracked_new_file_counts_in_git_tree(monorepo: Path) -> None:
     write(monorepo, {"tools/pyproject.toml": '[project]\nname = "tools"\n'})
     write(monorepo, {"tools/test_tools.py": "def test_x():\n    pass\n"})
     write(monorepo, {".gitignore": "ignored/\n", "ignored/pyproject.toml": "[project]\n"})
-    plan = build_plan([".github/workflows/ci.yml"], GitTree(monorepo), CONFIG)
+    plan = build_plan([".github/workflows/ci.yml"], git_tree(monorepo), CONFIG)
     assert "tools:pytest" in planned(plan)
     assert not any(check.workspace == "ignored" for check in plan.checks)
 
@@ -93,11 +98,11 @@ def test_configured_workspace_uses_its_checks_and_others_keep_detection(monorepo
             )
         ],
     )
-    plan = build_plan([".github/workflows/ci.yml"], GitTree(monorepo), config)
+    plan = build_plan([".github/workflows/ci.yml"], git_tree(monorepo), config)
     api = [c for c in plan.checks if c.workspace == "services/api"]
     assert api == [PlannedCheck("unit", "services/api", "test", "pytest -x", 5.0, None)]
     assert api[0].key == "services/api:unit"
-    assert api[0].log_name == "services-api-unit"
+    assert api[0].log_name == "services%2Fapi%3Aunit"
     assert [w.setup for w in plan.workspaces if w.path == "services/api"] == [("echo setup",)]
     worker = next(c for c in plan.checks if c.workspace == "services/worker")
     assert worker.timeout == 60.0
@@ -109,7 +114,7 @@ def test_root_checks_from_config_make_the_root_a_workspace(
     root = make_repo({"src/main.c": "int main(void) { return 0; }\n"})
     text = "verify:\n  checks:\n    - {id: build, kind: build, run: make}\n"
     config = parse_repository_config(text)
-    plan = build_plan(["src/main.c"], GitTree(root), config.verify)
+    plan = build_plan(["src/main.c"], git_tree(root), config.verify)
     assert [(c.key, c.workspace, c.command, c.timeout) for c in plan.checks] == [
         ("build", ".", "make", 900.0)
     ]
@@ -128,7 +133,7 @@ def test_python_tools_detected_only_where_configured_or_depended_on(
             "c/c.py": "",
         }
     )
-    plan = build_plan(["a/a.py", "b/b.py", "c/c.py"], GitTree(root), CONFIG)
+    plan = build_plan(["a/a.py", "b/b.py", "c/c.py"], git_tree(root), CONFIG)
     assert planned(plan) == {"a:ruff", "b:mypy"}
 
 
@@ -147,7 +152,7 @@ def test_go_rust_and_node_package_managers(make_repo: Callable[[Files], Path]) -
         }
     )
     plan = build_plan(
-        ["svc/main.go", "rs/crates/core/src/lib.rs", "ui/index.ts"], GitTree(root), CONFIG
+        ["svc/main.go", "rs/crates/core/src/lib.rs", "ui/index.ts"], git_tree(root), CONFIG
     )
     assert [(c.key, c.command) for c in plan.checks] == [
         ("rs:cargo-check", "cargo check --workspace --all-targets"),
