@@ -2,20 +2,57 @@
 
 Errors name the file, the line and the field, so a maintainer can fix the file without guessing:
 `.github/ratchet.yml:7: verify.checks[0].timeout: Input should be a valid number`. Line numbers
-come from PyYAML's node marks: the file is composed into a node tree, every field path is mapped
+come from PyYAML's node marks: the file is composed into a node graph, every field path is mapped
 to the line of its key (or list item), and a pydantic error's location is looked up there.
+
+The file comes from the repository under review, so it is treated as hostile. Before anything
+walks it, the file must be at most `MAX_CONFIG_BYTES` of valid UTF-8, nest at most
+`MAX_NESTING_DEPTH` levels, and expand (every use of an alias counting its whole value) to at
+most `MAX_EXPANDED_NODES` nodes with no alias inside its own anchor. Each refusal is a
+`ConfigError` naming the file, so a "billion laughs" or a recursive alias fails in milliseconds
+instead of exhausting memory or the stack. Validation is linear in the number of checks.
 """
 
 from __future__ import annotations
 
+import os
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from verification.files import UnsafePath, read_beneath
+
 # Where the configuration lives, relative to the repository root.
 CONFIG_PATH = ".github/ratchet.yml"
+
+# The largest config file accepted, checked before parsing. Real configs are a few KiB; this
+# bounds PyYAML's (pure Python, about 1 s for 256 KiB) parse time and the memory of everything
+# built from the file.
+MAX_CONFIG_BYTES = 256 * 1024
+
+# The most YAML nodes the file may expand to, each use of an alias counting its whole value.
+# Aliases are shared when PyYAML composes the file, but validation and line mapping walk the
+# expansion, which grows exponentially with nested aliases ("billion laughs"). A config with no
+# aliases under MAX_CONFIG_BYTES (at most about 13,000 minimal checks of 5 nodes) stays below.
+MAX_EXPANDED_NODES = 100_000
+
+# The deepest nesting accepted, counting the document root and aliases expanded. The schema
+# needs 7 levels (root, verify, workspaces, a workspace, checks, a check, a value); PyYAML's
+# composer recurses about three Python frames a level, so this also keeps it far below the
+# interpreter's recursion limit.
+MAX_NESTING_DEPTH = 32
+
+# Default for `limits.max_file_bytes`: the largest file a change may add to the worktree.
+DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+
+# Opening the config in a checked-out (possibly hostile) tree: never through a symlink, never
+# blocking on a FIFO, never becoming a controlling terminal.
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 CheckKind = Literal["lint", "format", "typecheck", "test", "build", "custom"]
 
@@ -41,32 +78,52 @@ def normalize_workspace_path(value: str) -> str:
 
     Raises ValueError for absolute paths and paths that leave the repository.
     """
+    return _normalize_relative(value, inside="the repository, relative to its root")
+
+
+def _normalize_relative(value: str, *, inside: str) -> str:
     path = PurePosixPath(value.strip() or ".")
     if path.is_absolute() or ".." in path.parts:
-        raise ValueError(f"{value!r} must be a path inside the repository, relative to its root")
+        raise ValueError(f"{value!r} must be a path inside {inside}")
     return path.as_posix()
 
 
 def _require_unique_ids(checks: list[CheckConfig]) -> None:
-    ids = [check.id for check in checks]
-    for check_id in ids:
-        if ids.count(check_id) > 1:
-            raise ValueError(f"check id {check_id!r} is used twice in one workspace; rename one")
+    counts = Counter(check.id for check in checks)  # linear: a config may list many checks
+    duplicate = next((check_id for check_id, count in counts.items() if count > 1), None)
+    if duplicate is not None:
+        raise ValueError(f"check id {duplicate!r} is used twice in one workspace; rename one")
 
 
 class _Model(BaseModel):
-    # A typo in a config key must not be silently ignored: it would drop a check.
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # A typo in a config key must not be silently ignored: it would drop a check. `.inf` and
+    # `.nan` are valid YAML floats but no valid timeout.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class CheckConfig(_Model):
-    """One configured check: a shell command run in its workspace folder."""
+    """One configured check: a shell command run in its workspace folder.
+
+    `junit`, when set, is the JUnit XML report the check writes, relative to the workspace
+    folder; an absolute path or one with `..` is refused, so a check cannot point Ratchet at a
+    file outside its workspace.
+    """
 
     id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     kind: CheckKind = "custom"
     run: str = Field(min_length=1)
     timeout: float | None = Field(default=None, gt=0)
     junit: str | None = None
+
+    @field_validator("junit")
+    @classmethod
+    def _junit_inside_workspace(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        path = _normalize_relative(value, inside="the workspace, relative to its folder")
+        if path == "." or "\0" in path:
+            raise ValueError(f"{value!r} must name a file inside the workspace, e.g. report.xml")
+        return path
 
 
 class WorkspaceConfig(_Model):
@@ -88,21 +145,25 @@ class WorkspaceConfig(_Model):
 
 
 class VerifyConfig(_Model):
-    """The `verify` section: concurrency, default timeout, root checks and workspaces."""
+    """The `verify` section: concurrency, default timeout, network, root checks and workspaces.
+
+    `network: false` runs the checks without network access.
+    """
 
     concurrency: int | None = Field(default=None, ge=1)
     timeout: float = Field(default=900, gt=0)
+    network: bool = True
     checks: list[CheckConfig] = []
     workspaces: list[WorkspaceConfig] = []
 
     @model_validator(mode="after")
     def _consistent(self) -> VerifyConfig:
         _require_unique_ids(self.checks)
-        paths = [workspace.path for workspace in self.workspaces]
-        duplicates = sorted({path for path in paths if paths.count(path) > 1})
+        counts = Counter(workspace.path for workspace in self.workspaces)
+        duplicates = sorted(path for path, count in counts.items() if count > 1)
         if duplicates:
             raise ValueError(f"workspace {duplicates[0]!r} is listed twice; merge the entries")
-        if self.checks and "." in paths:
+        if self.checks and "." in counts:
             raise ValueError(
                 "the root workspace is configured twice (verify.checks and a workspace with "
                 "path '.'); keep one"
@@ -116,58 +177,262 @@ class RepairConfig(_Model):
     max_attempts: int = Field(default=3, ge=0)
 
 
+class LimitsConfig(_Model):
+    """The `limits` section: what a change may add to the repository.
+
+    `max_file_bytes`: a worktree change that adds a file larger than this (default 10 MiB) is
+    a policy violation. Only parsed here; the runner enforces it.
+    """
+
+    max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1)
+
+
 class RepositoryConfig(_Model):
     """The whole file. An unknown top-level section is an error."""
 
     verify: VerifyConfig = VerifyConfig()
     repair: RepairConfig = RepairConfig()
+    limits: LimitsConfig = LimitsConfig()
 
 
 def load_repository_config(repo_root: Path) -> RepositoryConfig:
     """Read `.github/ratchet.yml` under `repo_root`; a missing or empty file gives the defaults.
 
-    Raises ConfigError naming the file, line and field when the file is not valid YAML or does
-    not match the schema.
+    Raises ConfigError naming the file, line and field when the file cannot be read safely
+    (see `read_config_file`), is too large, not UTF-8, not valid YAML, or does not match the
+    schema.
     """
-    file = repo_root / CONFIG_PATH
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return RepositoryConfig()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(CONFIG_PATH, None, "", f"cannot read the file: {exc}") from exc
-    return parse_repository_config(text)
+    data = read_config_file(repo_root)
+    return RepositoryConfig() if data is None else parse_repository_config(data)
 
 
-def parse_repository_config(text: str, *, path: str = CONFIG_PATH) -> RepositoryConfig:
-    """Parse the text of a config file (see `load_repository_config`)."""
+def read_config_file(repo_root: Path) -> bytes | None:
+    """The bytes of `.github/ratchet.yml` in a checked-out tree; None when there is none.
+
+    The tree may be hostile: no component is opened through a symlink, only a regular file is
+    read (a FIFO would block, a device never ends), and at most `MAX_CONFIG_BYTES`
+    (`verification.files.read_beneath`). Raises ConfigError naming the file when any of that
+    fails.
+    """
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        raise ConfigError(path, line, "", f"invalid YAML: {exc.problem or exc}") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(path, None, "", f"invalid YAML: {exc}") from exc
-    if node is None or data is None:
+        return read_beneath(repo_root, CONFIG_PATH, limit=MAX_CONFIG_BYTES)
+    except UnsafePath as exc:
+        if exc.reason == "missing":
+            return None
+        if exc.reason == "too_large" and exc.size is not None:
+            check_config_size(exc.size)
+        raise ConfigError(CONFIG_PATH, None, "", f"{exc}; commit the config as a plain file") from exc
+    except OSError as exc:
+        raise ConfigError(
+            CONFIG_PATH, None, "", f"cannot open the repository folder {repo_root}: {exc}"
+        ) from exc
+
+
+def check_config_size(size: int, *, path: str = CONFIG_PATH) -> None:
+    """Raise ConfigError when a config file of `size` bytes is over `MAX_CONFIG_BYTES`.
+
+    Call it with the size a reader learns before reading (a stat, a git tree entry), so an
+    oversized file is never read; `parse_repository_config` checks again.
+    """
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            path,
+            None,
+            "",
+            f"the file is {size} bytes; the limit is {MAX_CONFIG_BYTES} bytes "
+            f"({MAX_CONFIG_BYTES // 1024} KiB): move long commands into scripts the checks run",
+        )
+
+
+def parse_repository_config(source: str | bytes, *, path: str = CONFIG_PATH) -> RepositoryConfig:
+    """Parse a config file's content, as read (bytes) or already decoded (text).
+
+    An empty file gives the defaults. Raises ConfigError naming `path` (and the line and field
+    where there is one) when the content is over `MAX_CONFIG_BYTES`, bytes that are not UTF-8,
+    not valid YAML, nested or expanded beyond the caps (see the module docstring), or does not
+    match the schema.
+    """
+    text = _decode(source, path)
+    data, lines = _load(text, path)
+    if data is None:
         return RepositoryConfig()
-    lines: dict[tuple[Any, ...], int] = {}
-    _map_lines(node, (), lines, path)
     if not isinstance(data, dict):
-        raise ConfigError(path, 1, "", "the file must be a mapping with sections verify, repair")
+        sections = ", ".join(RepositoryConfig.model_fields)
+        raise ConfigError(path, 1, "", f"the file must be a mapping with sections {sections}")
     try:
         return RepositoryConfig.model_validate(data)
     except ValidationError as exc:
         raise _config_error(exc, lines, path) from exc
 
 
+def _load(text: str, path: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
+    """Compose, check, line-map and construct the YAML (None for an empty document).
+
+    Returns the data and the line of every field path. Raises ConfigError for YAML errors and
+    for graphs `_check_expansion` refuses.
+    """
+    try:
+        loader = _Loader(text, path)  # the reader refuses control characters right away
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None, {}
+            _check_expansion(node, path)
+            # Before construction: constructing merge keys (`<<`) rewrites the node graph.
+            lines: dict[tuple[Any, ...], int] = {}
+            _map_lines(node, (), lines, path)
+            return loader.construct_document(node), lines
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        raise ConfigError(path, line, "", f"invalid YAML: {exc.problem or exc}") from exc
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        character = f"U+{exc.character:04X}" if isinstance(exc.character, int) else "?"
+        raise ConfigError(
+            path, line, "", f"the character {character} is not allowed in YAML; remove it"
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(path, None, "", f"invalid YAML: {exc}") from exc
+
+
+def _decode(source: str | bytes, path: str) -> str:
+    """The text of a config, after the size cap; bytes must be UTF-8."""
+    if isinstance(source, str):
+        check_config_size(len(source.encode("utf-8", "surrogatepass")), path=path)
+        return source
+    check_config_size(len(source), path=path)
+    try:
+        return source.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = source.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            path, line, "", f"not valid UTF-8 at byte {exc.start}; save the file as UTF-8"
+        ) from exc
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader with a nesting cap, and value errors reported as ConfigErrors.
+
+    PyYAML's composer recurses once per nesting level, so 10,000 `[` would end in a
+    RecursionError; here the node past `MAX_NESTING_DEPTH` is a ConfigError with its line.
+    Scalar constructors raise ValueError for values like `2001-02-30` or an int of 5,000
+    digits; they become ConfigErrors at the value's line.
+    """
+
+    def __init__(self, stream: str, path: str) -> None:
+        super().__init__(stream)
+        self._path = path
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        if self._depth >= MAX_NESTING_DEPTH:
+            line = self.peek_event().start_mark.line + 1
+            raise ConfigError(
+                self._path, line, "", f"values nest more than {MAX_NESTING_DEPTH} levels deep"
+            )
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, OverflowError) as exc:
+            line = node.start_mark.line + 1
+            raise ConfigError(self._path, line, "", f"cannot read this value: {exc}") from exc
+
+
+@dataclass(slots=True)
+class _Frame:
+    """A node on the path of `_check_expansion`'s walk, with what its children added so far."""
+
+    node: yaml.Node
+    loc: tuple[Any, ...]
+    children: Iterator[tuple[Any, yaml.Node]]
+    size: int = 1  # expanded nodes: itself plus its children's
+    depth: int = 0  # the deepest child's expanded depth
+
+
+def _check_expansion(root: yaml.Node, path: str) -> None:
+    """Refuse a node graph whose expansion is too large, too deep, or infinite.
+
+    PyYAML composes an alias as another reference to its anchor's node: the graph stays as
+    small as the file, but its expansion (what validation and `_map_lines` walk) can grow
+    exponentially, or never end when an alias sits inside its own anchor. One iterative walk in
+    document order computes each node's expanded size and depth once (memoised); meeting a node
+    that is still on the current path is a cycle. Raises ConfigError with the line and field.
+    """
+    finished: dict[yaml.Node, tuple[int, int]] = {}  # node -> (expanded size, expanded depth)
+    on_path: set[yaml.Node] = {root}
+    stack = [_Frame(root, (), _children(root))]
+    while stack:
+        frame = stack[-1]
+        step = next(frame.children, None)
+        if step is not None:
+            part, child = step
+            if child in on_path:
+                raise ConfigError(
+                    path,
+                    frame.node.start_mark.line + 1,
+                    _format_loc((*frame.loc, part)),
+                    "an alias here repeats a value that contains it, so it never ends; "
+                    "point it at an anchor outside this value",
+                )
+            if child in finished:
+                size, depth = finished[child]
+                frame.size += size
+                frame.depth = max(frame.depth, depth)
+            else:
+                on_path.add(child)
+                stack.append(_Frame(child, (*frame.loc, part), _children(child)))
+            continue
+        stack.pop()
+        on_path.discard(frame.node)
+        depth = frame.depth + 1
+        if frame.size > MAX_EXPANDED_NODES or depth > MAX_NESTING_DEPTH:
+            problem = (
+                f"this value has more than {MAX_EXPANDED_NODES} YAML nodes"
+                if frame.size > MAX_EXPANDED_NODES
+                else f"this value nests more than {MAX_NESTING_DEPTH} levels deep"
+            )
+            raise ConfigError(
+                path,
+                frame.node.start_mark.line + 1,
+                _format_loc(frame.loc),
+                f"{problem} once aliases are expanded (each use of an alias counts its whole "
+                "value); repeat less through aliases, or write a smaller config",
+            )
+        finished[frame.node] = (frame.size, depth)
+        if stack:
+            stack[-1].size += frame.size
+            stack[-1].depth = max(stack[-1].depth, depth)
+
+
+def _children(node: yaml.Node) -> Iterator[tuple[Any, yaml.Node]]:
+    """A node's children with their location part: list index, or the key's text."""
+    if isinstance(node, yaml.SequenceNode):
+        yield from enumerate(node.value)
+    elif isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
+            yield key, key_node
+            yield key, value_node
+
+
 def _map_lines(
     node: yaml.Node, loc: tuple[Any, ...], lines: dict[tuple[Any, ...], int], path: str
 ) -> None:
+    # Recursion is bounded: `_check_expansion` has capped the expanded depth and size.
     if isinstance(node, yaml.MappingNode):
         seen: set[Any] = set()
         for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                continue  # a list or mapping as a key: construction refuses it with its line
             key = key_node.value
             if key in seen:
                 field = _format_loc((*loc, key))

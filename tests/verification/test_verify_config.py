@@ -32,7 +32,9 @@ def test_missing_and_empty_files_give_defaults(tmp_path: Path) -> None:
     assert config == RepositoryConfig()
     assert config.verify.timeout == 900
     assert config.verify.concurrency is None
+    assert config.verify.network is True
     assert config.repair.max_attempts == 3
+    assert config.limits.max_file_bytes == 10 * 1024 * 1024
 
 
 def test_full_file_parses(tmp_path: Path) -> None:
@@ -42,6 +44,7 @@ def test_full_file_parses(tmp_path: Path) -> None:
 verify:
   concurrency: 3
   timeout: 120
+  network: false
   checks:
     - id: lint
       kind: lint
@@ -50,18 +53,22 @@ verify:
     - path: packages/api
       setup: [pip install -e .]
       checks:
-        - {id: unit, kind: test, run: pytest, timeout: 30, junit: report.xml}
+        - {id: unit, kind: test, run: pytest, timeout: 30, junit: ./reports/unit.xml}
 repair:
   max_attempts: 0
+limits:
+  max_file_bytes: 1000
 """,
     )
     config = load_repository_config(tmp_path)
     assert config.verify.concurrency == 3
+    assert config.verify.network is False
     assert config.verify.checks[0].run == "ruff check ."
     workspace = config.verify.workspaces[0]
     assert (workspace.path, workspace.setup) == ("packages/api", ["pip install -e ."])
-    assert workspace.checks[0].junit == "report.xml"
+    assert workspace.checks[0].junit == "reports/unit.xml"
     assert config.repair.max_attempts == 0
+    assert config.limits.max_file_bytes == 1000
 
 
 def test_wrong_type_names_file_line_and_field() -> None:
@@ -101,6 +108,8 @@ def test_yaml_syntax_error_gives_the_line() -> None:
         ("verify:\n  workspaces:\n    - path: ../outside\n", 3, "verify.workspaces[0].path"),
         ("verify:\n  timeout: 1\n  timeout: 2\n", 3, "verify.timeout"),
         ("- just a list\n", 1, ""),
+        ("limits:\n  max_file_bytes: 0\n", 2, "limits.max_file_bytes"),
+        ("verify:\n  network: sometimes\n", 2, "verify.network"),
     ],
 )
 def test_invalid_values_are_located(text: str, line: int, field: str) -> None:
@@ -112,3 +121,15 @@ def test_duplicate_check_ids_are_refused() -> None:
     error = error_for("verify:\n  checks:\n    - {id: a, run: x}\n    - {id: a, run: y}\n")
     assert error.field == "verify"
     assert "used twice" in str(error)
+
+
+def test_a_file_that_is_not_a_mapping_lists_every_section() -> None:
+    error = error_for("just text\n")
+    assert error.problem == "the file must be a mapping with sections verify, repair, limits"
+
+
+def test_duplicate_workspaces_are_refused() -> None:
+    text = "verify:\n  workspaces:\n    - path: a\n    - path: b/\n    - path: ./a\n"
+    error = error_for(text)
+    assert error.field == "verify"
+    assert "workspace 'a' is listed twice" in str(error)
