@@ -74,7 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     approve = sub.add_parser("approve-spec", help="approve the current spec and continue")
     approve.add_argument("run_id", metavar="RUN")
-    approve.add_argument("--hash", dest="hash_prefix", help="prefix of the spec's sha256")
+    approve.add_argument("--hash", dest="hash_prefix", required=True, metavar="SHA256",
+                         help="the spec's sha256 or its first 6+ characters (`ratchet status`"
+                         " shows it): an approval names what it approves")
     approve.add_argument("--detach", action="store_true",
                          help="record the approval and enqueue the run for a worker")
     approve.add_argument("--json", action="store_true")
@@ -108,7 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = sub.add_parser("verify", help="run the deterministic verification plan")
     configure_parser(verify)
-    verify.set_defaults(handler=lambda args, _settings: run_verify(args), needs_ledger=False)
+    verify.set_defaults(
+        handler=lambda args, settings: run_verify(args, settings.sandbox_policy()),
+        needs_ledger=False,
+    )
 
     worker = sub.add_parser("worker", help="a Dramatiq worker on RATCHET_BROKER_URL")
     worker.add_argument("--processes", type=int, default=1)
@@ -153,6 +158,8 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     body = args.body_file.read_text() if args.body_file else args.body
     if not (args.repo / ".git").exists():
         return _error(f"--repo {args.repo}: not a git repository (no .git there)", EXIT_USAGE)
+    if not args.detach:
+        settings.sandbox_policy().check()  # before a run exists that could not take a step
     store = _store(settings)
     engine = _engine(store, settings, json_output=args.json)
     run = engine.create_local_run(args.repo, title=args.title, body=body,
@@ -201,7 +208,13 @@ def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
-    folder = export_run(_store(settings), args.run_id, args.dest)
+    if args.dest.exists() and not args.dest.is_dir():
+        return _error(f"{args.dest} is a file; export writes DIR/<run-id>/: name a folder",
+                      EXIT_USAGE)
+    try:
+        folder = export_run(_store(settings), args.run_id, args.dest)
+    except OSError as exc:
+        return _error(f"cannot write the run directory under {args.dest}: {exc}", EXIT_USAGE)
     print(folder)
     return EXIT_OK
 
@@ -220,12 +233,14 @@ def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     from app.worker import run_worker
 
+    settings.sandbox_policy().check()  # a worker that cannot sandbox would fail every run
     return run_worker(settings, processes=args.processes, threads=args.threads)
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from app.service import serve
 
+    settings.sandbox_policy().check()  # it runs an in-process worker
     serve(settings, host=args.host, port=args.port)
     return EXIT_OK
 

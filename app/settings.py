@@ -2,24 +2,42 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from runner.agents.command import MAX_OUTPUT_BYTES
 from runner.engine import EngineSettings
 from runner.faults import CrashPoints
+from runner.ledger import sqlite_path
 from runner.redact import Redactor
+from runner.sandbox import Sandbox, SandboxMode
+
+log = logging.getLogger(__name__)
 
 # Variables that configure Ratchet itself: none of them reaches an agent's environment.
 _PREFIX = "RATCHET_"
+# Longest lease a run may hold (a day): a lease is renewed by a heartbeat, never held blind.
+MAX_LEASE_SECONDS = 86400
+SANDBOX_REMEDY = (
+    "install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
+    "bubblewrap; Alpine: apk add bubblewrap), or set RATCHET_SANDBOX=none to run agents and "
+    "checks unconfined (they can then read Ratchet's secrets)"
+)
 
 
 def default_home() -> Path:
     state = os.environ.get("XDG_STATE_HOME")
     return (Path(state) if state else Path.home() / ".local" / "state") / "ratchet"
+
+
+def _seconds(default: float, *, ge: float = 0.001, le: float | None = None) -> float:
+    """A duration setting: finite, positive (``.inf`` or ``nan`` name no duration)."""
+    return Field(default, ge=ge, le=le, allow_inf_nan=False)
 
 
 class Settings(BaseSettings):
@@ -29,19 +47,61 @@ class Settings(BaseSettings):
     store_url: str | None = None  # sqlite:///PATH or postgresql://...; default $home/ratchet.db
     broker_url: str | None = None  # redis:// or amqp://; unset: in-process StubBroker
     queue: str = "ratchet"  # Dramatiq queue name and Redis key namespace
-    shutdown_seconds: float = Field(600.0, gt=0)  # SIGTERM: how long a worker may finish
+    shutdown_seconds: float = _seconds(600.0)  # SIGTERM: how long a worker may finish
     threads: int = Field(4, ge=1)  # in-process worker threads of `ratchet serve`
     agent_command: str | None = None
-    lease_seconds: float = Field(30.0, gt=0)
-    reap_seconds: float = Field(5.0, gt=0)
-    agent_timeout: float = Field(3600.0, gt=0)
-    approval_timeout: float = Field(7 * 24 * 3600.0, gt=0)
+    lease_seconds: float = _seconds(30.0, ge=1, le=MAX_LEASE_SECONDS)
+    reap_seconds: float = _seconds(5.0)
+    agent_timeout: float = _seconds(3600.0)
+    approval_timeout: float = _seconds(7 * 24 * 3600.0)
     max_attempts: int = Field(5, ge=1)
+    sandbox: SandboxMode = SandboxMode.BWRAP  # bwrap, or none (unconfined: not recommended)
+    sandbox_rw: str = ""  # colon-separated folders agents and checks may write (tool caches)
+    max_output_bytes: int = Field(MAX_OUTPUT_BYTES, ge=1)  # cap on a phase's output file
     crash_at: str | None = None  # failure-injection tests only (runner/faults.py)
+
+    @field_validator("home")
+    @classmethod
+    def _home_is_a_folder(cls, value: Path) -> Path:
+        if value.exists() and not value.is_dir():
+            raise ValueError(f"{value} is a file; RATCHET_HOME must name a folder")
+        return value
+
+    @field_validator("store_url")
+    @classmethod
+    def _known_scheme(cls, value: str | None) -> str | None:
+        if value:
+            sqlite_path(value)  # ValueError naming the scheme
+        return value
+
+    @field_validator("sandbox_rw")
+    @classmethod
+    def _absolute_folders(cls, value: str) -> str:
+        for folder in filter(None, value.split(":")):
+            if not Path(folder).is_absolute():
+                raise ValueError(f"{folder!r} is not an absolute path")
+        return value
 
     @property
     def ledger_url(self) -> str:
         return self.store_url or str(self.home / "ratchet.db")
+
+    def sandbox_policy(self) -> Sandbox:
+        """Where agents and checks run: Ratchet's home and secret files are never visible."""
+        hidden = [self.home]
+        ledger = sqlite_path(self.ledger_url)
+        if ledger is not None:
+            hidden += [ledger, ledger.with_name(ledger.name + "-wal"),
+                       ledger.with_name(ledger.name + "-shm")]
+        shared = tuple(Path(p) for p in self.sandbox_rw.split(":") if p)
+        if self.sandbox is SandboxMode.NONE:
+            log.warning("RATCHET_SANDBOX=none: agents and checks run unconfined and can read "
+                        "Ratchet's settings and ledger; each run records this in its evidence")
+        try:
+            return Sandbox(mode=self.sandbox, hidden=tuple(hidden), shared=shared,
+                           remedy=SANDBOX_REMEDY)
+        except ValueError as exc:
+            raise SettingsError(f"invalid settings: RATCHET_SANDBOX_RW: {exc}") from None
 
     def engine_settings(self) -> EngineSettings:
         return EngineSettings(
@@ -54,6 +114,8 @@ class Settings(BaseSettings):
             redact=Redactor.from_environment(os.environ),
             default_agent_command=self.agent_command,
             crash=CrashPoints(self.crash_at),
+            sandbox=self.sandbox_policy(),
+            max_output_bytes=self.max_output_bytes,
         )
 
 
@@ -66,7 +128,8 @@ def load_settings() -> Settings:
         return Settings()
     except ValidationError as exc:
         problems = "; ".join(
-            f"{_PREFIX}{'_'.join(str(p) for p in err['loc']).upper()}: {err['msg']}"
+            f"{_PREFIX}{'_'.join(str(p) for p in err['loc']).upper()}: "
+            f"{err['msg'].removeprefix('Value error, ')}"
             for err in exc.errors()
         )
         raise SettingsError(f"invalid settings: {problems}") from None

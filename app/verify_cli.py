@@ -11,22 +11,34 @@ import argparse
 import contextlib
 import hashlib
 import json
+import os
 import sys
-from pathlib import Path
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+from app.settings import child_environment
+from runner.sandbox import Sandbox, SandboxUnavailable
 from verification.changes import (
     ChangesError,
     changed_files,
     checkout,
     default_base,
     diff_stat,
-    repository_root,
+    open_repository,
     resolve_revision,
 )
-from verification.config import CONFIG_PATH, ConfigError, RepositoryConfig, parse_repository_config
+from verification.config import (
+    CONFIG_PATH,
+    ConfigError,
+    RepositoryConfig,
+    check_config_size,
+    parse_repository_config,
+    read_config_file,
+)
 from verification.evidence import EvidenceBundle, build_bundle, render_markdown
 from verification.execute import CheckResult, execute_plan
+from verification.git import Git, GitError
 from verification.plan import Plan, Tree, build_plan
 from verification.tree import GitRevisionTree, GitTree, TreeError
 
@@ -61,15 +73,18 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_verify(args: argparse.Namespace) -> int:
-    """Run `ratchet verify` with parsed arguments; return the exit status."""
+def run_verify(args: argparse.Namespace, sandbox: Sandbox) -> int:
+    """Run `ratchet verify` with parsed arguments; return the exit status.
+
+    Checks run in ``sandbox`` (the repository's code is untrusted: a pull request's, in CI).
+    """
     try:
-        repo = repository_root(args.repo)
+        repo = open_repository(args.repo)
         base = resolve_revision(repo, args.base) if args.base else default_base(repo)
         head = resolve_revision(repo, args.head) if args.head else None
         changed = changed_files(repo, base, head)
         tree: Tree = GitRevisionTree(repo, head) if head else GitTree(repo)
-        config = _read_config(tree)
+        config = _read_config(repo, head)
         plan = build_plan(changed, tree, config.verify)
     except (ChangesError, ConfigError, TreeError) as exc:
         print(f"ratchet verify: {exc}", file=sys.stderr)
@@ -86,9 +101,22 @@ def run_verify(args: argparse.Namespace) -> int:
                 print(f"{check.key}\t{check.kind}\t{check.command}")
         return EXIT_PASSED
 
+    try:
+        sandbox.check()
+    except SandboxUnavailable as exc:
+        print(f"ratchet verify: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    network = config.verify.network
+
+    def confine(argv: Sequence[str], *, cwd: Path, writable: Sequence[Path]) -> list[str]:
+        return sandbox.command(argv, cwd=cwd, writable=writable, network=network)
+
     workdir = checkout(repo, head) if head else contextlib.nullcontext(repo)
-    with workdir as root:
-        results = execute_plan(plan, root, on_result=_Progress(len(plan.checks)))
+    with workdir as checked_out:
+        root = checked_out.work_tree
+        assert root is not None
+        results = execute_plan(plan, root, on_result=_Progress(len(plan.checks)),
+                               confine=confine, env=child_environment(os.environ))
         bundle = build_bundle(plan, results, diff_stat=diff_stat(repo, base, head), root=str(root))
     if args.bundle is not None:
         bundle = _write_bundle(args.bundle, bundle)
@@ -121,9 +149,50 @@ def _progress(message: str) -> None:
     print(f"ratchet verify: {message}", file=sys.stderr, flush=True)
 
 
-def _read_config(tree: Tree) -> RepositoryConfig:
-    text = tree.read_text(CONFIG_PATH)
-    return parse_repository_config(text) if text else RepositoryConfig()
+def _read_config(repo: Git, head: str | None) -> RepositoryConfig:
+    """The repository config at commit `head`, or in the working tree when `head` is None.
+
+    A missing file gives the defaults. Read as bytes, not through `Tree.read_text` (None for a
+    file it cannot decode or that is too large): a config that is present but not UTF-8, over
+    the size cap, a symlink or not a file is a ConfigError naming it, never the defaults.
+    """
+    if head is not None:
+        data = _read_config_blob(repo, head)
+    else:
+        assert repo.work_tree is not None, "the working tree's config needs a work tree"
+        data = read_config_file(repo.work_tree)
+    return RepositoryConfig() if data is None else parse_repository_config(data)
+
+
+def _read_config_blob(repo: Git, revision: str) -> bytes | None:
+    """The config's bytes at `revision`, None when it has none; a blob over the cap is not read.
+
+    `git ls-tree` gives the entry's mode and size first. Listing the parent folders too shows
+    one that is not a folder there (a symlink, a file): git lists a folder's entries instead.
+    """
+    parents = [p.as_posix() for p in reversed(PurePosixPath(CONFIG_PATH).parents) if p.name]
+    wanted = {*parents, CONFIG_PATH}
+    try:
+        listing = repo("ls-tree", "--full-tree", "-l", "-z", revision, "--", *parents, CONFIG_PATH)
+        for entry in listing.split(b"\0"):
+            meta, _, raw_name = entry.partition(b"\t")
+            name = os.fsdecode(raw_name)
+            if name not in wanted:
+                continue  # a sibling inside a parent folder
+            mode, _kind, blob, size = meta.decode("ascii").split()
+            if name != CONFIG_PATH or mode not in {"100644", "100755"}:
+                what = "a symlink or not a file" if name == CONFIG_PATH else "not a folder"
+                raise ConfigError(
+                    CONFIG_PATH,
+                    None,
+                    "",
+                    f"{name} is {what} at {revision}; commit the config as a regular file",
+                )
+            check_config_size(int(size))
+            return repo("cat-file", "blob", blob)
+    except GitError as exc:
+        raise ConfigError(CONFIG_PATH, None, "", f"cannot read it at {revision}: {exc}") from exc
+    return None
 
 
 def _plan_json(plan: Plan) -> dict[str, Any]:

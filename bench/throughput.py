@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import logging
 import os
 import secrets
@@ -120,7 +121,8 @@ def drive(store: Store, engine: Engine, enqueue: Callable[[str], None], count: i
             if run.id not in pending:
                 continue
             if run.state is State.AWAITING_APPROVAL:
-                engine.approve(run.id, hash_prefix=None, by="bench")
+                spec = store.read_artifact(run.id, "spec.md") or b""
+                engine.approve(run.id, hash_prefix=hashlib.sha256(spec).hexdigest(), by="bench")
                 enqueue(run.id)
             elif run.state is State.DONE:
                 pending.discard(run.id)

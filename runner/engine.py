@@ -27,13 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.agents.base import Agent, AgentResult
-from runner.agents.command import CommandAgent
+from runner.agents.base import Agent, AgentResult, AgentTask
+from runner.agents.command import MAX_OUTPUT_BYTES, CommandAgent, parse_template, read_output
+from runner.agents.prompt import output_path
 from runner.canonical import digest, sha256_hex
 from runner.effects import EffectExecutor, Effects
 from runner.errors import (
     AmbiguousFailure,
     AuthorityFailure,
+    CorruptArtifact,
     CorruptCheckpoint,
     CorruptRecord,
     DeterministicFailure,
@@ -52,6 +54,7 @@ from runner.lease import Heartbeat
 from runner.ledger.records import Change, Checkpoint, Lease, NewEvent, NewRun, Run
 from runner.ledger.store import Store
 from runner.redact import NO_REDACTION, Redactor
+from runner.sandbox import Sandbox
 from runner.sink import LocalSink
 from runner.steps import (
     STARTED_EVENTS,
@@ -59,6 +62,7 @@ from runner.steps import (
     StepContext,
     StepResult,
     read_journal,
+    read_patch,
 )
 from runner.workflow import (
     PROFILES,
@@ -70,6 +74,8 @@ from runner.workflow import (
     transition,
 )
 from runner.workspace import Workspaces
+from verification.config import CONFIG_PATH, ConfigError, parse_repository_config
+from verification.files import printable_path, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +87,7 @@ END_EVENTS = {
 }
 MIN_HASH_PREFIX = 6  # shorter prefixes of the spec hash are too easy to match by accident
 LEDGER_PATIENCE = 60.0  # seconds a foreground command waits out a ledger outage
+MAX_SCRUBBED_LOG_BYTES = 64 << 20  # an ended run's larger agent logs are removed, not redacted
 
 
 @dataclass(frozen=True)
@@ -96,6 +103,8 @@ class EngineSettings:
     redact: Redactor = NO_REDACTION
     default_agent_command: str | None = None
     crash: CrashPoints = NO_CRASH
+    sandbox: Sandbox = field(default_factory=Sandbox)  # where agents and checks run
+    max_output_bytes: int = MAX_OUTPUT_BYTES
     owner: str = field(
         default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
     )
@@ -152,8 +161,18 @@ class Engine:
     ) -> Run:
         """A run for a local git repository, based at its current HEAD."""
         repo_url = str(repo.resolve())
-        base = self.workspaces.resolve(repo_url)
         command = agent_command or self.settings.default_agent_command
+        if not command:
+            raise RatchetError(
+                "no agent command: give one (the run's agent command template), for example"
+                " 'claude -p {prompt}'"
+            )
+        try:
+            parse_template(command)
+        except ValueError as exc:
+            raise RatchetError(str(exc)) from None
+        base = self.workspaces.resolve(repo_url)
+        self._check_config(repo_url, base)
         run_id = f"r-{time.strftime('%Y%m%d')}-{secrets.token_hex(4)}"
         # The run's remote side is fixed here, so every worker on every host uses the same one.
         outbox = str(self.settings.run_dir(run_id) / "outbox")
@@ -165,21 +184,33 @@ class Engine:
         log.info("run %r created for %r at %r", run.id, repo_url, base)
         return run
 
-    def approve(self, run_id: str, *, hash_prefix: str | None, by: str) -> Run:
+    def _check_config(self, repo_url: str, base: str) -> None:
+        """Refuse a run whose repository config at ``base`` is unusable, before it exists."""
+        data = self.workspaces.read_file(repo_url, base, CONFIG_PATH)
+        if data is None:
+            return
+        try:
+            parse_repository_config(data)
+        except ConfigError as exc:
+            raise RatchetError(
+                f"the repository config at {base[:12]} is invalid: {exc}; fix it on the base"
+                " branch, then start the run"
+            ) from None
+
+    def approve(self, run_id: str, *, hash_prefix: str, by: str) -> Run:
         """Approve the current spec, bound to its sha256; a stale or wrong hash is refused."""
         run = self._waiting(run_id)
         spec = self.store.read_artifact(run_id, "spec.md")
         if spec is None:
             raise RunNotWaiting(f"run {run_id} has no spec.md to approve")
         spec_sha = sha256_hex(spec)
-        if hash_prefix is not None:
-            prefix = hash_prefix.strip().lower()
-            if len(prefix) < MIN_HASH_PREFIX or not spec_sha.startswith(prefix):
-                raise SpecHashMismatch(
-                    f"run {run_id}: {hash_prefix!r} does not match the current spec, whose"
-                    f" sha256 is {spec_sha}; review spec.md and approve that hash (at least"
-                    f" {MIN_HASH_PREFIX} characters)"
-                )
+        prefix = hash_prefix.strip().lower()
+        if len(prefix) < MIN_HASH_PREFIX or not spec_sha.startswith(prefix):
+            raise SpecHashMismatch(
+                f"run {run_id}: {hash_prefix!r} does not match the current spec, whose"
+                f" sha256 is {spec_sha}; review spec.md and approve that hash (at least"
+                f" {MIN_HASH_PREFIX} characters)"
+            )
         wait_step = run.step
         checkpoint = Checkpoint(run_id, wait_step, run.attempt, {"spec": spec_sha},
                                 {"approved": spec_sha, "by": by})
@@ -318,7 +349,8 @@ class Engine:
                 f"run {run.id} has no agent command: pass --agent-command or set"
                 " RATCHET_AGENT_COMMAND, then `ratchet resume` it"
             )
-        return CommandAgent(command, env=self.settings.child_env)
+        return CommandAgent(command, env=self.settings.child_env, sandbox=self.settings.sandbox,
+                            max_output_bytes=self.settings.max_output_bytes)
 
     def _local_sink(self, run: Run, worktree: Path | None) -> EffectExecutor:
         outbox = run.params.get("outbox") or self.settings.run_dir(run.id) / "outbox"
@@ -358,9 +390,7 @@ class Session:
         try:
             ctx = self._reconcile(run)
         except (CorruptRecord, WorkspaceMismatch) as exc:
-            return self._stop(run, Outcome.NEEDS_HUMAN, f"history cannot be trusted: {exc}",
-                              [NewEvent("CHECKPOINT_CORRUPT", step=run.step,
-                                        data={"error": str(exc)})])
+            return self._distrust(run, exc)
         except StepFailure as failure:
             return self._fail(run, failure)
         while is_runnable(run.state):
@@ -377,6 +407,8 @@ class Session:
         if run.state is State.DONE:
             self.engine.workspaces.remove_run(run.id)
             shutil.rmtree(self.settings.home / "scratch" / run.id, ignore_errors=True)
+        elif is_end(run.state):
+            scrub_scratch(self.settings.home / "scratch" / run.id, self.settings.redact)
         return run
 
     # --- reconcile -----------------------------------------------------------------------
@@ -403,9 +435,10 @@ class Session:
             agent=lambda: self.engine.agent_for(run), agent_timeout=self.settings.agent_timeout,
             crash=self.settings.crash, outbox_remote=str(run.params.get("remote", run.repo)),
             redact=self.settings.redact, child_env=self.settings.child_env,
+            sandbox=self.settings.sandbox, max_output_bytes=self.settings.max_output_bytes,
         )
         if tree is not None:
-            patch = self.store.get_artifact(patch_sha) if patch_sha else b""
+            patch = read_patch(self.store, run.id, patch_sha)
             ws.restore(worktree, run.base_revision, patch, tree)
             self._take_over_previous(ctx)
         reconciled = effects.reconcile(run.id)
@@ -424,6 +457,17 @@ class Session:
         old_scratch = self.settings.home / "scratch" / run.id / old.name / run.step
         if not old_scratch.is_dir():
             return  # that worktree was working on an earlier step: nothing of this one's in it
+        limit = ctx.config().limits.max_file_bytes
+        findings = ws.inspect(old, max_file_bytes=limit)
+        if findings:
+            # Neither adopted nor salvaged: hashing it would read what no step may leave.
+            self.store.append(self.heartbeat.lease, events=[
+                NewEvent("SALVAGE_REFUSED", step=run.step, attempt=run.attempt,
+                         data={"from_epoch": old.name,
+                               "findings": [f"{f.kind}: {printable_path(f.path)}"
+                                            for f in findings[:20]]}),
+            ])
+            return
         journal = read_journal(old_scratch)
         if journal is not None and journal.exit_code == 0 and self._adopt(ctx, old, old_scratch,
                                                                           journal):
@@ -444,13 +488,18 @@ class Session:
                journal: AgentResult) -> bool:
         """Take a finished agent step's output and worktree instead of running it again."""
         step = ctx.run.step
-        old_output = next((p for p in (old_scratch / "out").rglob("*") if p.is_file()), None)
-        if old_output is None or sha256_hex(old_output.read_bytes()) != journal.output_sha256:
+        phase = State(ctx.run.state)
+        repair_number = int(step.split(".")[1]) if phase is State.REPAIR else None
+        relative = output_path(phase.value, repair_number)
+        old_task = _output_task(ctx, old_scratch, relative)
+        try:
+            content = read_output(old_task, limit=self.settings.max_output_bytes)
+        except StepFailure:
             return False
-        relative = old_output.relative_to(old_scratch / "out")
+        if sha256_hex(content) != journal.output_sha256:
+            return False
         new_output = ctx.scratch / step / "out" / relative
-        new_output.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(old_output, new_output)
+        write_atomic(new_output, content)
         try:
             snapshot = self.engine.workspaces.snapshot(old, ctx.base)
             self.engine.workspaces.restore(ctx.worktree, ctx.base, snapshot.patch, snapshot.tree)
@@ -478,6 +527,8 @@ class Session:
             result = STEPS[phase](ctx)
         except (StaleWrite, LedgerUnavailable):
             raise  # nothing can be recorded: the caller stops, or retries the whole session
+        except CorruptRecord as exc:
+            return self._distrust(run, exc)
         except StepFailure as failure:
             return self._fail(run, failure)
         except WorkspaceError as exc:
@@ -516,6 +567,7 @@ class Session:
         """Why this session may no longer write: cancelled, or taken over."""
         run = self.store.get_run(self.lease.run_id)
         if run.state is State.CANCELLED:
+            scrub_scratch(self.settings.home / "scratch" / run.id, self.settings.redact)
             return StaleWrite(f"run {run.id} was cancelled ({run.reason}); stopping")
         return StaleWrite(f"run {run.id}: lease lost to another worker; stopping")
 
@@ -556,6 +608,17 @@ class Session:
             return new
         return self._stop(run, Outcome.FAILED, record["error"], events, artifacts)
 
+    def _distrust(self, run: Run, error: CorruptRecord | WorkspaceMismatch) -> Run:
+        """Corrupt history is never used: stop for a human, naming what is corrupt."""
+        if isinstance(error, CorruptArtifact):
+            event = NewEvent("ARTIFACT_CORRUPT", step=run.step, data={
+                "path": error.path, "sha256": error.sha256, "actual": error.actual,
+                "error": str(error)})
+        else:
+            event = NewEvent("CHECKPOINT_CORRUPT", step=run.step, data={"error": str(error)})
+        return self._stop(run, Outcome.NEEDS_HUMAN, f"history cannot be trusted: {error}",
+                          [event])
+
     def _stop(
         self, run: Run, outcome: Outcome, reason: str, events: list[NewEvent],
         artifacts: Mapping[str, bytes] | None = None,
@@ -584,6 +647,36 @@ def _next_step(state: State, steps: list[str]) -> str:
     """Step ids are ``<state>.<n>``: the n-th time the run enters that state."""
     n = sum(1 for s in steps if s.split(".")[0] == state.value) + 1
     return f"{state.value}.{n}"
+
+
+def scrub_scratch(folder: Path, redact: Redactor) -> None:
+    """An ended run's scratch keeps only its agent logs, redacted (their tails are already
+    evidence): outputs, prompts and journals are removed; a log too large to redact too."""
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.rglob("*"), reverse=True):
+        if path.is_symlink() or not path.is_file():
+            if path.is_dir() and not path.is_symlink():
+                with contextlib.suppress(OSError):
+                    path.rmdir()  # empty folders only
+            else:
+                path.unlink(missing_ok=True)
+            continue
+        if path.suffix != ".log" or path.stat().st_size > MAX_SCRUBBED_LOG_BYTES:
+            path.unlink(missing_ok=True)
+            continue
+        data = path.read_bytes()
+        if (clean := redact.bytes(data)) != data:
+            write_atomic(path, clean)
+
+
+def _output_task(ctx: StepContext, folder: Path, relative: str) -> AgentTask:
+    """The output half of an agent task whose scratch is ``folder`` (to read what it left)."""
+    return AgentTask(
+        run_id=ctx.run.id, phase=ctx.run.state.value, step=ctx.run.step, worktree=ctx.worktree,
+        prompt="", prompt_file=folder / "prompt.md", output_dir=folder / "out",
+        output=folder / "out" / relative, log_file=folder / "adopted.log", timeout=0,
+    )
 
 
 def _backoff(attempt: int, base: float, cap: float) -> float:

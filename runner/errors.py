@@ -87,7 +87,27 @@ class CorruptCheckpoint(CorruptRecord):
 
 
 class CorruptArtifact(CorruptRecord):
-    """An artifact's bytes do not hash to the address they are stored under."""
+    """An artifact's bytes do not hash to the address they are stored under.
+
+    ``run_id`` and ``path`` are known when it was read by name (``Store.read_artifact``).
+    """
+
+    def __init__(
+        self, *, sha256: str, actual: str, run_id: str | None = None, path: str | None = None
+    ) -> None:
+        self.sha256 = sha256
+        self.actual = actual
+        self.run_id = run_id
+        self.path = path
+        what = f"artifact {path} of run {run_id}" if path else f"artifact {sha256}"
+        super().__init__(
+            f"{what} is corrupt: its stored bytes hash to {actual}, not {sha256}; it is never"
+            " used. Restore the ledger from a backup, or start a new run"
+        )
+
+    def about(self, run_id: str, path: str) -> CorruptArtifact:
+        """The same corruption, named by the run and path that reached it."""
+        return CorruptArtifact(sha256=self.sha256, actual=self.actual, run_id=run_id, path=path)
 
 
 class EffectConflict(LedgerError):

@@ -12,6 +12,7 @@ import time
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from runner.errors import CorruptArtifact
 from runner.ledger.store import Store
 from runner.status import read_status
 
@@ -37,7 +38,13 @@ def export_run(store: Store, run_id: str, dest: Path) -> Path:
     _write(folder / "state.snapshot.json", _json(status.to_dict()))
     _write(folder / "effects.json", _json(status.effects))
     for path, sha in store.artifacts(run_id).items():
-        _write(folder / _safe(path), store.get_artifact(sha))
+        try:
+            data = store.get_artifact(sha)
+        except CorruptArtifact as exc:
+            # Everything else is still exported; the corrupt one is named where it would be.
+            _write(folder / _safe(f"{path}.corrupt"), f"{exc.about(run_id, path)}\n".encode())
+            continue
+        _write(folder / _safe(path), data)
     return folder
 
 

@@ -5,10 +5,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from runner.canonical import sha256_hex
+from runner.errors import CorruptArtifact
 from runner.ledger.records import Effect, EffectStatus, Run
 from runner.ledger.store import Store
 from runner.workflow import State, is_runnable
@@ -93,8 +94,16 @@ def next_action(run: Run, effects: list[Effect], *, spec_sha256: str | None, now
 
 
 def read_status(store: Store, run_id: str, *, now: float) -> RunStatus:
-    """The run's status from the ledger (``UnknownRun`` names an id it does not hold)."""
+    """The run's status from the ledger (``UnknownRun`` names an id it does not hold).
+
+    A corrupt spec does not hide the rest: the status says so in place of its hash.
+    """
     run = store.get_run(run_id)
-    spec = store.read_artifact(run_id, "spec.md")
+    try:
+        spec = store.read_artifact(run_id, "spec.md")
+    except CorruptArtifact as exc:
+        status = describe(run, store.completed_steps(run_id), store.effects(run_id),
+                          spec_sha256=None, now=now)
+        return replace(status, next_action=f"{status.next_action} (but {exc})")
     return describe(run, store.completed_steps(run_id), store.effects(run_id),
                     spec_sha256=sha256_hex(spec) if spec is not None else None, now=now)

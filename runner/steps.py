@@ -10,27 +10,36 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from runner.agents.base import Agent, AgentResult, AgentTask
+from runner.agents.command import MAX_OUTPUT_BYTES, read_output
 from runner.agents.prompt import FailingCheck, PromptContext, output_path, render_prompt
 from runner.canonical import sha256_hex
 from runner.effects import EffectRequest, Effects, effect_key
-from runner.errors import AuthorityFailure, DeterministicFailure, PolicyViolation
+from runner.errors import (
+    AuthorityFailure,
+    CorruptArtifact,
+    DeterministicFailure,
+    PolicyViolation,
+)
 from runner.faults import CrashPoints
 from runner.ledger.records import Checkpoint, Lease, NewEvent, Run
 from runner.ledger.store import Store
 from runner.redact import NO_REDACTION, Redactor
+from runner.sandbox import Sandbox
 from runner.workflow import PROFILES, Outcome, State, verify_outcome
 from runner.workspace import PushRejected, Workspaces
 from verification.config import ConfigError, RepositoryConfig, load_repository_config
 from verification.evidence import EvidenceBundle, build_bundle, render_check_run
 from verification.execute import CheckResult, execute_plan
+from verification.files import printable_path
 from verification.plan import Plan, PlannedCheck, build_plan
 from verification.tree import GitTree
 
@@ -87,8 +96,14 @@ class StepContext:
     outbox_remote: str  # where publish pushes (the target repository)
     redact: Redactor = NO_REDACTION
     child_env: Mapping[str, str] | None = None  # environment for checks (no Ratchet settings)
+    sandbox: Sandbox = field(default_factory=Sandbox)  # where agents and checks run
+    max_output_bytes: int = MAX_OUTPUT_BYTES
     adopted: dict[str, AgentResult] = field(default_factory=dict)
     salvage: dict[str, str] = field(default_factory=dict)  # step -> salvage artifact path
+
+    @property
+    def sandbox_mode(self) -> str:
+        return str(self.sandbox.mode)
 
     @property
     def base(self) -> str:
@@ -122,8 +137,23 @@ class StepContext:
         """Put the worktree back at the checkpointed tree if anything drifted (e.g. caches)."""
         assert self.tree is not None
         if self.workspaces.tree_of(self.worktree) != self.tree:
-            patch = self.store.get_artifact(self.patch_sha) if self.patch_sha else b""
-            self.workspaces.restore(self.worktree, self.base, patch, self.tree)
+            self.restore_tree()
+
+    def restore_tree(self) -> None:
+        """Rebuild the worktree at the checkpointed tree, ignored files removed too."""
+        assert self.tree is not None
+        patch = read_patch(self.store, self.run.id, self.patch_sha)
+        self.workspaces.restore(self.worktree, self.base, patch, self.tree)
+
+
+def read_patch(store: Store, run_id: str, patch_sha: str | None) -> bytes:
+    """The checkpointed patch by its hash; a corrupt one names the run and what it is."""
+    if not patch_sha:
+        return b""
+    try:
+        return store.get_artifact(patch_sha)
+    except CorruptArtifact as exc:
+        raise exc.about(run_id, "implementation/patch.diff") from None
 
 
 def prepare(ctx: StepContext) -> StepResult:
@@ -150,31 +180,32 @@ def run_agent(ctx: StepContext) -> StepResult:
     repair_number = int(step.split(".")[1]) if phase is State.REPAIR else None
     output_rel = output_path(phase.value, repair_number)
     folder = ctx.scratch / step
-    output = folder / "out" / output_rel
     prompt = render_prompt(_prompt_context(ctx, phase, output_rel, repair_number))
+    task = AgentTask(
+        run_id=run.id, phase=phase.value, step=step, worktree=ctx.worktree, prompt=prompt,
+        prompt_file=folder / "prompt.md", output_dir=folder / "out",
+        output=folder / "out" / output_rel, log_file=folder / f"agent.{run.attempt}.log",
+        timeout=ctx.agent_timeout,
+        readable=(ctx.workspaces.repository_objects(ctx.worktree),),
+    )
 
     result = ctx.adopted.get(step)
     if result is None:
         ctx.ensure_tree()
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.unlink(missing_ok=True)  # a stale output must not pass for this attempt's
-        prompt_file = folder / "prompt.md"
-        prompt_file.write_text(prompt)
-        task = AgentTask(
-            run_id=run.id, phase=phase.value, step=step, worktree=ctx.worktree, prompt=prompt,
-            prompt_file=prompt_file, output=output,
-            log_file=folder / f"agent.{run.attempt}.log", timeout=ctx.agent_timeout,
-        )
+        shutil.rmtree(task.output_dir, ignore_errors=True)  # no stale output passes for this one
+        task.output.parent.mkdir(parents=True, exist_ok=True)
+        task.prompt_file.write_text(prompt)
         result = ctx.agent().run(task, cancel=ctx.cancel)
         write_journal(folder, result)
     ctx.crash.reached("after_agent_output", step)
 
-    content = output.read_bytes() if output.exists() else b""
+    content = read_output(task, limit=ctx.max_output_bytes)
     if sha256_hex(content) != result.output_sha256:
         raise DeterministicFailure(
             f"{output_rel} changed after the agent exited (expected sha256"
             f" {result.output_sha256[:12]}); rerun the step"
         )
+    _enforce_worktree_limits(ctx, phase)
     # Agent text is evidence: it is redacted before it is stored, hashed or shown to a reviewer.
     artifacts = {output_rel: ctx.redact.bytes(content),
                  f"prompts/{step}.md": ctx.redact(prompt).encode()}
@@ -182,6 +213,7 @@ def run_agent(ctx: StepContext) -> StepResult:
         "output": {"path": output_rel, "sha256": sha256_hex(artifacts[output_rel])},
         "exit_code": result.exit_code,
         "duration_s": round(result.duration_s, 3),
+        "sandbox": ctx.sandbox_mode,
     }
     assert ctx.tree is not None
     if PROFILES[phase].modify_worktree:
@@ -254,13 +286,33 @@ def _prompt_context(
     )
 
 
+def _enforce_worktree_limits(ctx: StepContext, phase: State) -> None:
+    """No step may leave a file over the size limit, a symlink out of the worktree, or a
+    special file: checked before anything hashes the worktree, then discarded unread."""
+    limit = ctx.config().limits.max_file_bytes
+    findings = ctx.workspaces.inspect(ctx.worktree, max_file_bytes=limit)
+    if not findings:
+        return
+    assert ctx.tree is not None
+    ctx.restore_tree()
+    listed = [{"kind": f.kind, "path": printable_path(f.path), "detail": f.detail}
+              for f in findings]
+    shown = "; ".join(f"{item['path']}: {item['detail']}" for item in listed[:5])
+    raise PolicyViolation(
+        f"the {phase.value} agent left what no step may add to the worktree ({shown}); the"
+        " worktree was reset to the last checkpoint without reading them. Review the agent"
+        " command, then start a new run",
+        evidence={"findings": listed},
+    )
+
+
 def _enforce_read_only(ctx: StepContext, phase: State) -> None:
     """A step whose profile forbids product changes must leave the tree as it found it."""
     assert ctx.tree is not None
     if ctx.workspaces.tree_of(ctx.worktree) == ctx.tree:
         return
     changes = ctx.workspaces.diff(ctx.worktree, ctx.tree)
-    files = ctx.workspaces.changed_files(ctx.worktree, ctx.tree)
+    files = [printable_path(f) for f in ctx.workspaces.changed_files(ctx.worktree, ctx.tree)]
     evidence_path = f"evidence/{ctx.run.step}.policy-violation.patch"
     ctx.ensure_tree()
     raise PolicyViolation(
@@ -285,12 +337,20 @@ def _post_spec_for_review(ctx: StepContext, spec_sha: str) -> None:
 def verify(ctx: StepContext) -> StepResult:
     """The runner alone: plan from the changed files, run the checks, keep the evidence."""
     run, step = ctx.run, ctx.run.step
-    ctx.ensure_tree()
     assert ctx.tree is not None
     tree = ctx.tree
+    # Verify exactly the checkpointed tree: nothing an agent left in ignored folders
+    # (a planted .venv, node_modules, caches) may take part.
+    ctx.restore_tree()
     config = ctx.config()
     changed = ctx.workspaces.changed_files(ctx.worktree, ctx.base)
-    plan = build_plan(changed, GitTree(ctx.worktree), config.verify)
+    plan = build_plan(changed, GitTree(ctx.workspaces.git(ctx.worktree)), config.verify)
+    objects = ctx.workspaces.repository_objects(ctx.worktree)
+
+    def confine(argv: Sequence[str], *, cwd: Path, writable: Sequence[Path]) -> list[str]:
+        return ctx.sandbox.command(argv, cwd=cwd, writable=writable, readable=(objects,),
+                                   network=config.verify.network)
+
     previous = _passed_results(ctx, tree)
     persisted = 0
 
@@ -310,8 +370,9 @@ def verify(ctx: StepContext) -> StepResult:
         if persisted == 1:
             ctx.crash.reached("mid_verification", step)
 
+    ctx.sandbox.check()
     results = execute_plan(plan, ctx.worktree, on_result=persist, reuse=reuse,
-                           redact=ctx.redact, env=ctx.child_env)
+                           redact=ctx.redact, env=ctx.child_env, confine=confine)
     ctx.ensure_tree()  # checks may leave caches behind; the next step starts clean
     artifacts = {"verification/plan.json": plan.to_json().encode()}
     bundle = build_bundle(plan, results, diff_stat=_diff_stat(changed), artifacts={
@@ -333,6 +394,7 @@ def verify(ctx: StepContext) -> StepResult:
     data = {
         "tree": tree,
         "patch": ctx.patch_sha,
+        "sandbox": ctx.sandbox_mode,
         "plan": plan.sha256,
         "conclusion": bundle.conclusion,
         "results": [_without_log(r) for r in results],

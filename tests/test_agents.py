@@ -12,6 +12,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,8 +25,16 @@ from runner.agents import (
 )
 from runner.agents.base import AgentTask
 from runner.errors import DeterministicFailure, TransientFailure
+from runner.sandbox import Sandbox, SandboxMode
 
 PYTHON = shlex.quote(sys.executable)
+# These tests are about the agent protocol and process-group handling on the host (host pids);
+# tests/test_sandbox.py runs agents in the real sandbox.
+UNCONFINED = Sandbox(mode=SandboxMode.NONE)
+
+
+def unconfined_agent(template: str, **options: Any) -> CommandAgent:
+    return CommandAgent(template, sandbox=UNCONFINED, **options)
 
 
 def make_task(tmp_path: Path, *, phase: str = "research", timeout: float = 30.0) -> AgentTask:
@@ -44,6 +53,7 @@ def make_task(tmp_path: Path, *, phase: str = "research", timeout: float = 30.0)
         worktree=worktree,
         prompt=prompt,
         prompt_file=prompt_file,
+        output_dir=run_dir,
         output=run_dir / "research" / "repository-analysis.md",
         log_file=run_dir / "logs" / f"{phase}.1.log",
         timeout=timeout,
@@ -98,7 +108,7 @@ def test_placeholders_are_substituted_per_argv_element_without_a_shell(tmp_path:
         """,
     )
     template = "{prompt} pre-{phase}-post {prompt_file} {output} '{{x}}'"
-    agent = CommandAgent(f"{prefix} {template}")
+    agent = unconfined_agent(f"{prefix} {template}")
 
     agent.run(task)
 
@@ -121,7 +131,7 @@ def test_environment_cwd_and_stdin(tmp_path: Path) -> None:
         open(os.environ["RATCHET_OUTPUT"], "w").write(json.dumps(dump))
         """,
     )
-    agent = CommandAgent(prefix, env={"PATH": os.environ.get("PATH", ""), "EXTRA": "yes"})
+    agent = unconfined_agent(prefix, env={"PATH": os.environ.get("PATH", ""), "EXTRA": "yes"})
 
     agent.run(task)
 
@@ -150,7 +160,7 @@ def test_exit_zero_with_output_returns_its_sha256_and_log_tail(tmp_path: Path) -
         """,
     )
 
-    result = CommandAgent(prefix).run(task)
+    result = unconfined_agent(prefix).run(task)
 
     assert result.exit_code == 0
     assert result.output_sha256 == hashlib.sha256(b"# Analysis\n").hexdigest()
@@ -165,7 +175,7 @@ def test_exit_zero_without_output_is_deterministic(tmp_path: Path, write: str) -
     prefix = script(tmp_path, f"import os\n{write}\n")
 
     with pytest.raises(DeterministicFailure, match="agent exited 0 but did not write") as info:
-        CommandAgent(prefix).run(task)
+        unconfined_agent(prefix).run(task)
 
     assert str(task.output) in str(info.value)
 
@@ -175,7 +185,7 @@ def test_exit_75_is_transient(tmp_path: Path) -> None:
     prefix = script(tmp_path, "import sys\nprint('rate limited')\nsys.exit(75)\n")
 
     with pytest.raises(TransientFailure) as info:
-        CommandAgent(prefix).run(task)
+        unconfined_agent(prefix).run(task)
 
     assert info.value.evidence["exit_code"] == 75
     assert "rate limited" in info.value.evidence["log_tail"]
@@ -195,7 +205,7 @@ def test_other_exit_is_deterministic_with_the_log_tail(tmp_path: Path) -> None:
     )
 
     with pytest.raises(DeterministicFailure, match="exited 3") as info:
-        CommandAgent(prefix).run(task)
+        unconfined_agent(prefix).run(task)
 
     assert not isinstance(info.value, TransientFailure)
     tail = info.value.evidence["log_tail"]
@@ -212,7 +222,7 @@ def test_timeout_kills_the_whole_group_including_a_stubborn_grandchild(tmp_path:
         STUBBORN_GRANDCHILD
         + "signal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(600)\n",
     )
-    agent = CommandAgent(f"{prefix} {shlex.quote(str(pid_file))}", kill_grace=0.5)
+    agent = unconfined_agent(f"{prefix} {shlex.quote(str(pid_file))}", kill_grace=0.5)
 
     started = time.monotonic()
     with pytest.raises(TransientFailure, match="agent timed out after 1s"):
@@ -227,7 +237,7 @@ def test_cancel_kills_promptly(tmp_path: Path) -> None:
     task = make_task(tmp_path)
     pid_file = tmp_path / "grandchild.pid"
     prefix = script(tmp_path, STUBBORN_GRANDCHILD + "time.sleep(600)\n")
-    agent = CommandAgent(f"{prefix} {shlex.quote(str(pid_file))}", kill_grace=0.5)
+    agent = unconfined_agent(f"{prefix} {shlex.quote(str(pid_file))}", kill_grace=0.5)
     cancel = threading.Event()
     grandchild: list[int] = []
     cancelled_at: list[float] = []
@@ -266,7 +276,7 @@ def test_leftover_processes_are_killed_after_a_normal_exit(tmp_path: Path) -> No
     )
 
     started = time.monotonic()
-    result = CommandAgent(f"{prefix} {shlex.quote(str(pid_file))}", kill_grace=0.5).run(task)
+    result = unconfined_agent(f"{prefix} {shlex.quote(str(pid_file))}", kill_grace=0.5).run(task)
 
     assert result.exit_code == 0
     assert process_gone(wait_for_pid(pid_file, timeout=0))
@@ -278,7 +288,7 @@ def test_missing_executable_is_deterministic(tmp_path: Path) -> None:
     template = "no-such-agent-cli-ratchet --prompt {prompt_file}"
 
     with pytest.raises(DeterministicFailure, match="cannot start agent command") as info:
-        CommandAgent(template).run(task)
+        unconfined_agent(template).run(task)
 
     assert "no-such-agent-cli-ratchet" in str(info.value)
     assert repr(template) in str(info.value)
@@ -288,7 +298,7 @@ def test_prompt_too_long_for_argv_points_at_prompt_file(tmp_path: Path) -> None:
     task = replace(make_task(tmp_path), prompt="x" * 200_000)
 
     with pytest.raises(DeterministicFailure, match=r"use \{prompt_file\} instead"):
-        CommandAgent(f"{PYTHON} -c pass {{prompt}}").run(task)
+        unconfined_agent(f"{PYTHON} -c pass {{prompt}}").run(task)
 
 
 @pytest.mark.parametrize(
@@ -304,7 +314,7 @@ def test_prompt_too_long_for_argv_points_at_prompt_file(tmp_path: Path) -> None:
 )
 def test_bad_template_is_refused_at_construction(template: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        CommandAgent(template)
+        unconfined_agent(template)
 
 
 # --- prompts -------------------------------------------------------------------------------

@@ -9,6 +9,10 @@ caller can persist each in a database connection that belongs to that thread.
 
 The environment of each check gains `RATCHET_JUNIT` (a file the check may write JUnit XML to;
 the detected pytest check does), `RATCHET_CHECK` (its key) and `RATCHET_WORKSPACE`.
+
+Checks are untrusted code: the caller passes a `Confine` that wraps each command (the runner's
+sandbox); the root and the scratch folder holding the JUnit files are its writable folders.
+Reports are read without following symlinks and with a size cap.
 """
 
 from __future__ import annotations
@@ -21,13 +25,14 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, Protocol
 
 from verification.capture import LogCapture
+from verification.files import UnsafePath, read_beneath
 from verification.junit import JUnitError, TestSummary, parse_junit
 from verification.plan import Plan, PlannedCheck
 
@@ -41,6 +46,20 @@ KILL_GRACE_S = 2.0
 DRAIN_TIMEOUT_S = 2.0
 # /bin/sh's exit status for "command not found": the check could not start, not a failure.
 SHELL_NOT_FOUND = 127
+# Largest JUnit report read; a larger one is ignored with a note in the log.
+MAX_JUNIT_BYTES = 32 << 20
+
+
+class Confine(Protocol):
+    """Wraps a check's argv so it runs confined; `writable` are the folders it may write."""
+
+    def __call__(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path]) -> list[str]:
+        ...
+
+
+def unconfined(argv: Sequence[str], *, cwd: Path, writable: Sequence[Path]) -> list[str]:
+    """Run checks as they are (tests of this package; callers that opted out of a sandbox)."""
+    return list(argv)
 
 
 @dataclass(frozen=True)
@@ -111,6 +130,7 @@ def execute_plan(
     reuse: Callable[[PlannedCheck], CheckResult | None] | None = None,
     redact: Callable[[str], str] | None = None,
     env: Mapping[str, str] | None = None,
+    confine: Confine = unconfined,
 ) -> list[CheckResult]:
     """Run every check of `plan` under `root`; return the results in plan order.
 
@@ -118,9 +138,10 @@ def execute_plan(
     tree hash and check); that check is not run and its result is reported with `reused=True`.
     `on_result` is called on this thread, in completion order. `redact` is applied to log text
     before it is stored in a result; hashes and sizes are of the raw output. `env` replaces the
-    inherited environment (default: `os.environ`).
+    inherited environment (default: `os.environ`). `confine` wraps every command.
     """
-    runner = _Runner(root, dict(os.environ if env is None else env), redact or (lambda s: s))
+    runner = _Runner(root, dict(os.environ if env is None else env), redact or (lambda s: s),
+                     confine)
     results: dict[str, CheckResult] = {}
 
     def report(result: CheckResult) -> None:
@@ -194,19 +215,23 @@ def _identity(check: PlannedCheck) -> dict[str, str]:
 class _Runner:
     """Runs commands on worker threads; remembers live process groups to stop them all."""
 
-    def __init__(self, root: Path, env: dict[str, str], redact: Callable[[str], str]) -> None:
+    def __init__(
+        self, root: Path, env: dict[str, str], redact: Callable[[str], str], confine: Confine
+    ) -> None:
         self.root = root
         self.env = env
         self.redact = redact
+        self.confine = confine
         self.scratch = Path(tempfile.gettempdir())
         self._live: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
 
     def run_check(self, check: PlannedCheck) -> CheckResult:
         cwd = self.root / check.workspace
-        junit_file = self.scratch / f"{check.log_name}.junit.xml"
-        declared = cwd / check.junit if check.junit else None
-        declared_before = _mtime(declared)
+        junit_name = f"{check.log_name}.junit.xml"
+        junit_file = self.scratch / junit_name
+        declared = f"{check.workspace}/{check.junit}" if check.junit else None
+        declared_before = _mtime(self.root, declared)
         env = {
             **self.env,
             "RATCHET_JUNIT": str(junit_file),
@@ -218,10 +243,10 @@ class _Runner:
         status, exit_code = self._run(check.command, cwd, env, check.timeout, capture)
         duration = round(time.monotonic() - started, 3)
         junit = None
-        if declared is not None and _mtime(declared) != declared_before:
-            junit = _read_junit(declared, capture)
-        elif junit_file.exists():
-            junit = _read_junit(junit_file, capture)
+        if declared is not None and _mtime(self.root, declared) != declared_before:
+            junit = _read_junit(self.root, declared, capture)
+        elif _mtime(self.scratch, junit_name) is not None:
+            junit = _read_junit(self.scratch, junit_name, capture)
         logger.info("check %r finished: %s in %.1fs", check.key, status, duration)
         return CheckResult(
             **_identity(check),
@@ -275,9 +300,11 @@ class _Runner:
     def _run(
         self, command: str, cwd: Path, env: Mapping[str, str], timeout: float, capture: LogCapture
     ) -> tuple[Status, int | None]:
+        argv = self.confine(["/bin/sh", "-c", command], cwd=cwd,
+                            writable=(self.root, self.scratch))
         try:
             process = subprocess.Popen(
-                ["/bin/sh", "-c", command],
+                argv,
                 cwd=cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -336,16 +363,20 @@ def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None
         os.killpg(process.pid, sig)
 
 
-def _mtime(path: Path | None) -> int | None:
+def _mtime(root: Path, relative: str | None) -> int | None:
+    """The modification time of a report, not following a symlink; None when absent."""
+    if relative is None:
+        return None
     try:
-        return path.stat().st_mtime_ns if path is not None else None
+        return (root / relative).stat(follow_symlinks=False).st_mtime_ns
     except OSError:
         return None
 
 
-def _read_junit(path: Path, capture: LogCapture) -> TestSummary | None:
+def _read_junit(root: Path, relative: str, capture: LogCapture) -> TestSummary | None:
     try:
-        return parse_junit(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, JUnitError) as exc:
-        capture.write(f"\nratchet: ignoring JUnit report {path.name}: {exc}\n".encode())
+        data = read_beneath(root, relative, limit=MAX_JUNIT_BYTES)
+        return parse_junit(data.decode("utf-8", errors="replace"))
+    except (OSError, UnsafePath, JUnitError) as exc:
+        capture.write(f"\nratchet: ignoring JUnit report {relative}: {exc}\n".encode())
         return None

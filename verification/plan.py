@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from posixpath import basename, normpath, splitext
 from typing import Any, Protocol
+from urllib.parse import quote
 
 from verification.config import CONFIG_PATH, CheckConfig, VerifyConfig, WorkspaceConfig
 from verification.detect import MANIFESTS, detect_checks, find_manifests, find_workspaces, owner
@@ -76,8 +76,10 @@ class PlannedCheck:
 
     @property
     def log_name(self) -> str:
-        """A filesystem-safe form of the key, for `verification/<log_name>.log`."""
-        return re.sub(r"[^A-Za-z0-9_.-]+", "-", self.key).strip("-.") or "check"
+        """The key percent-encoded, for `verification/<log_name>.log`: a root check keeps its
+        id (ids are already file-safe), and no two keys share a name (a root `web-test` and a
+        `web` workspace's `test` are `web-test` and `web%3Atest`)."""
+        return quote(self.key, safe="")
 
 
 @dataclass(frozen=True)

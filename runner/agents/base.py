@@ -23,9 +23,11 @@ class AgentTask:
     worktree: Path  # cwd of the agent
     prompt: str  # full prompt text
     prompt_file: Path  # where the prompt was written
+    output_dir: Path  # the folder the agent may write outside its worktree; holds ``output``
     output: Path  # absolute path of the artifact the phase must write (RATCHET_OUTPUT)
-    log_file: Path  # the agent's combined stdout and stderr
+    log_file: Path  # the agent's combined stdout and stderr (written by the runner, not bound)
     timeout: float  # seconds; the whole process group is killed at the timeout
+    readable: tuple[Path, ...] = ()  # extra paths the sandbox shows read-only (repo objects)
 
 
 @dataclass(frozen=True)

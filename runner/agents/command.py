@@ -2,8 +2,9 @@
 
 The template is split once with ``shlex.split`` and placeholders are substituted inside each
 argv element; no shell is involved, so a prompt is never re-parsed or executed. The agent runs
-in its own process group, which is killed as a whole on timeout, on cancellation and after the
-agent exits, so no descendant outlives the step.
+in the sandbox (``runner/sandbox.py``) and in its own process group, which is killed as a whole
+on timeout, on cancellation and after the agent exits; the sandbox's PID namespace ends every
+descendant that left the group. Its output is read without following symlinks and capped.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import hashlib
 import logging
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import threading
@@ -23,7 +25,9 @@ from pathlib import Path
 from string import Formatter
 
 from runner.agents.base import AgentResult, AgentTask
-from runner.errors import DeterministicFailure, TransientFailure
+from runner.errors import DeterministicFailure, PolicyViolation, TransientFailure
+from runner.sandbox import Sandbox
+from verification.files import UnsafePath, read_beneath
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +43,8 @@ KILL_WAIT = 2.0
 _PROC = Path("/proc")
 # How much of the log end travels as evidence.
 LOG_TAIL_BYTES = 4096
+# Default cap on a phase's output file (RATCHET_MAX_OUTPUT_BYTES overrides it).
+MAX_OUTPUT_BYTES = 1 << 20
 
 # One argv element: literal text and placeholder names, in order.
 _Part = tuple[str, str | None]
@@ -101,11 +107,15 @@ class CommandAgent:
         *,
         env: Mapping[str, str] | None = None,
         kill_grace: float = 5.0,
+        sandbox: Sandbox | None = None,
+        max_output_bytes: int = MAX_OUTPUT_BYTES,
     ) -> None:
         self.template = template
         self._argv = parse_template(template)
         self._env = dict(os.environ if env is None else env)
         self.kill_grace = kill_grace
+        self.sandbox = sandbox or Sandbox()
+        self.max_output_bytes = max_output_bytes
 
     def run(self, task: AgentTask, *, cancel: threading.Event | None = None) -> AgentResult:
         """Run the agent for ``task`` and validate its output.
@@ -124,8 +134,8 @@ class CommandAgent:
             },
         )
         log.info(
-            "run %r step %r: starting agent %r in %r",
-            task.run_id, task.step, argv[0], str(task.worktree),
+            "run %r step %r: starting agent %r in %r (sandbox: %s)",
+            task.run_id, task.step, argv[0], str(task.worktree), self.sandbox.mode,
         )
         started = time.monotonic()
         proc = self._start(argv, task)
@@ -144,6 +154,7 @@ class CommandAgent:
             "duration_s": round(duration, 3),
             "log_file": str(task.log_file),
             "log_tail": tail,
+            "sandbox": str(self.sandbox.mode),
         }
         log.info(
             "run %r step %r: agent ended with %r after %.1fs (%r)",
@@ -173,7 +184,9 @@ class CommandAgent:
         return AgentResult(
             exit_code=0,
             duration_s=duration,
-            output_sha256=_output_sha256(task, evidence),
+            output_sha256=hashlib.sha256(
+                read_output(task, limit=self.max_output_bytes, evidence=evidence)
+            ).hexdigest(),
             log_tail=tail,
         )
 
@@ -188,11 +201,23 @@ class CommandAgent:
             "RATCHET_OUTPUT": str(task.output),
             "RATCHET_WORKTREE": str(task.worktree),
         }
+        if self.sandbox.confined and shutil.which(argv[0], path=env.get("PATH")) is None:
+            # Inside the sandbox the failure would only show as bwrap's exit 1.
+            raise DeterministicFailure(
+                f"cannot start agent command {argv[0]!r} from template {self.template!r}: not "
+                f"found on the agent's PATH; {_start_hint(None)}",
+                evidence={"command": argv[0], "template": self.template},
+            )
         task.log_file.parent.mkdir(parents=True, exist_ok=True)
+        task.output_dir.mkdir(parents=True, exist_ok=True)
+        command = self.sandbox.command(
+            argv, cwd=task.worktree, writable=(task.worktree, task.output_dir),
+            readable=(task.prompt_file, *task.readable),
+        )
         with task.log_file.open("wb") as log_fp:
             try:
                 return subprocess.Popen(
-                    argv,
+                    command,
                     cwd=task.worktree,
                     env=env,
                     stdin=subprocess.DEVNULL,
@@ -293,16 +318,32 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-def _output_sha256(task: AgentTask, evidence: dict[str, object]) -> str:
-    """Hash the phase's output, which exit 0 promises is a non-empty file."""
+def read_output(
+    task: AgentTask, *, limit: int, evidence: dict[str, object] | None = None
+) -> bytes:
+    """The phase's output, which exit 0 promises is a non-empty regular file.
+
+    Read beneath ``task.output_dir`` without following a symlink on the way, and capped at
+    ``limit`` bytes: the agent controls that folder. Raises ``DeterministicFailure`` saying
+    what is wrong with the file.
+    """
+    relative = task.output.relative_to(task.output_dir)
     try:
-        data = task.output.read_bytes()
-    except OSError as exc:
-        raise DeterministicFailure(
-            f"agent exited 0 but did not write {task.output} (RATCHET_OUTPUT) in step "
-            f"{task.step!r} of run {task.run_id!r}: {exc.strerror or exc}; the {task.phase} "
-            "phase must write its artifact there",
-            evidence=evidence,
+        data = read_beneath(task.output_dir, relative.as_posix(), limit=limit)
+    except UnsafePath as exc:
+        problem = (
+            f"did not write {task.output} (RATCHET_OUTPUT): it does not exist"
+            if exc.reason == "missing"
+            else f"its output {task.output} (RATCHET_OUTPUT) cannot be used: {exc}"
+        )
+        # A symlink or a special file where the output belongs points the runner at something
+        # else (a host file, a FIFO): that is an agent acting outside its profile.
+        failure = (DeterministicFailure if exc.reason in {"missing", "too_large"}
+                   else PolicyViolation)
+        raise failure(
+            f"agent exited 0 but {problem}, in step {task.step!r} of run {task.run_id!r}; the "
+            f"{task.phase} phase must write its artifact there as a regular file",
+            evidence={**(evidence or {}), "output_problem": exc.reason},
         ) from exc
     if not data:
         raise DeterministicFailure(
@@ -311,7 +352,7 @@ def _output_sha256(task: AgentTask, evidence: dict[str, object]) -> str:
             "must write its artifact there",
             evidence=evidence,
         )
-    return hashlib.sha256(data).hexdigest()
+    return data
 
 
 def _read_tail(path: Path) -> str:
@@ -335,7 +376,7 @@ def _describe_exit(returncode: int) -> str:
     return f"exited {returncode}"
 
 
-def _start_hint(exc: OSError) -> str:
-    if exc.errno == errno.E2BIG:
+def _start_hint(exc: OSError | None) -> str:
+    if exc is not None and exc.errno == errno.E2BIG:
         return "the prompt is too long for a command-line argument: use {prompt_file} instead"
     return "install the command or fix --agent-command / RATCHET_AGENT_COMMAND"

@@ -612,8 +612,9 @@ class SqlStore(ABC):
         if row is None:
             raise LedgerError(f"no artifact with sha256 {sha256}")
         data = bytes(row[0])
-        if sha256_hex(data) != sha256:
-            raise CorruptArtifact(f"artifact {sha256[:12]} does not match its hash")
+        actual = sha256_hex(data)
+        if actual != sha256:
+            raise CorruptArtifact(sha256=sha256, actual=actual)
         return data
 
     def artifacts(self, run_id: str) -> dict[str, str]:
@@ -628,7 +629,12 @@ class SqlStore(ABC):
             row = tx.one(
                 "SELECT sha256 FROM artifacts WHERE run_id = ? AND path = ?", (run_id, path)
             )
-        return None if row is None else self.get_artifact(row[0])
+        if row is None:
+            return None
+        try:
+            return self.get_artifact(row[0])
+        except CorruptArtifact as exc:
+            raise exc.about(run_id, path) from None
 
     # --- deliveries ----------------------------------------------------------------------
 

@@ -40,7 +40,7 @@ def test_ledger_outage_mid_run(tmp_path, redis_url):
         assert all(w.poll() is None for w in workers), "a worker died during the outage"
         pg.start()
         group.wait_for_state(run_id, {"awaiting_approval"})
-        assert group.ratchet("approve-spec", run_id, "--detach").returncode == 0
+        assert group.ratchet.approve(run_id, "--detach").returncode == 0
         group.wait_for_state(run_id, {"done"})
         assert all(w.poll() is None for w in workers)
         assert_finished_once(group, run_id)
@@ -62,7 +62,7 @@ def test_broker_outage_mid_run(tmp_path, postgres_url):
         group.wait_for_state(run_id, {"awaiting_approval"})
 
         broker.stop()  # the approval's wake-up message cannot even be sent
-        approved = group.ratchet("approve-spec", run_id, "--detach")
+        approved = group.ratchet.approve(run_id, "--detach")
         assert approved.returncode == 0
         assert "broker is unreachable" in approved.stdout + approved.stderr
         time.sleep(OUTAGE_SECONDS)

@@ -67,7 +67,7 @@ def test_serve_alone_runs_detached_runs(tmp_path):
         run_id = json.loads(created.stdout.splitlines()[-1])["run_id"]
         assert "ratchet serve" in created.stderr  # says who will pick it up
         wait_state(ratchet, run_id, "awaiting_approval")
-        assert ratchet("approve-spec", run_id, "--detach").returncode == 0
+        assert ratchet.approve(run_id, "--detach").returncode == 0
         wait_state(ratchet, run_id, "done")
         status, runs = get(f"{base}/api/runs")
         assert status == 200 and json.loads(runs)[0]["state"] == "done"
@@ -84,13 +84,13 @@ def test_serve_alone_runs_detached_runs(tmp_path):
 
 def test_sigterm_lets_the_worker_finish_its_step_and_release(tmp_path, postgres_url,
                                                             redis_url):
-    block = tmp_path / "block"
+    block = tmp_path / "shared" / "block"
     with cluster(tmp_path, postgres_url, redis_url,
                  env={"AGENT_BLOCK_FILE": str(block)}) as group:
         first = group.start_worker()
         run_id = group.create_detached()
         group.wait_for_state(run_id, {"awaiting_approval"})
-        assert group.ratchet("approve-spec", run_id, "--detach").returncode == 0
+        assert group.ratchet.approve(run_id, "--detach").returncode == 0
         wait_for(Path(f"{block}.seen"))
         # Like `docker stop`: the main process only (Dramatiq forwards it to its children;
         # a second SIGTERM to a child means "kill now").

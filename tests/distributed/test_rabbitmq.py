@@ -30,7 +30,7 @@ def test_a_detached_run_finishes_through_rabbitmq(tmp_path, rabbitmq_url):
                 assert time.monotonic() < deadline, ratchet.status(run_id)
                 time.sleep(0.2)
             if target == "awaiting_approval":
-                assert ratchet("approve-spec", run_id, "--detach").returncode == 0
+                assert ratchet.approve(run_id, "--detach").returncode == 0
         assert Counter(ratchet.agent_runs()) == Counter(
             ["research.1", "specify.1", "implement.1", "repair.1"])
     finally:

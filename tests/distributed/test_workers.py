@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
 import time
 from collections import Counter
 from pathlib import Path
@@ -12,6 +14,7 @@ import pytest
 import redis
 
 from tests.distributed.cluster import cluster
+from tests.e2e.harness import ancestor_among, processes_with_env
 from tests.gitrepo import git
 
 pytestmark = pytest.mark.slow
@@ -39,19 +42,15 @@ def assert_finished_once(group, run_id: str) -> None:
 
 
 def test_sigkilled_worker_is_taken_over_within_the_bound(tmp_path, postgres_url, redis_url):
-    block = tmp_path / "block"
+    block = tmp_path / "shared" / "block"
     with cluster(tmp_path, postgres_url, redis_url,
                  env={"AGENT_BLOCK_FILE": str(block)}) as group:
         workers = [group.start_worker(), group.start_worker()]
         run_id = group.create_detached()
         group.wait_for_state(run_id, {"awaiting_approval"})
-        assert group.ratchet("approve-spec", run_id, "--detach").returncode == 0
+        assert group.ratchet.approve(run_id, "--detach").returncode == 0
         wait_for(Path(f"{block}.seen"))
-        agent_pid = int(Path(f"{block}.seen").read_text())
-        worker_pgid = os.getpgid(_parent(agent_pid))
-        [victim] = [w for w in workers if w.pid == worker_pgid]
-        os.killpg(victim.pid, signal.SIGKILL)  # the worker running implement, whole group
-        os.killpg(os.getpgid(agent_pid), signal.SIGKILL)  # and its agent, as on a lost host
+        kill_worker_and_agent(workers, block)
         killed_at = time.time()
 
         group.wait_for_state(run_id, {"done"})
@@ -72,7 +71,7 @@ def test_duplicate_deliveries_execute_each_step_once(tmp_path, postgres_url, red
         group.start_worker(threads=3)
         group.start_worker(threads=3)
         group.wait_for_state(run_id, {"awaiting_approval"})
-        assert group.ratchet("approve-spec", run_id, "--detach").returncode == 0
+        assert group.ratchet.approve(run_id, "--detach").returncode == 0
         group.enqueue(run_id, times=9)
         group.wait_for_state(run_id, {"done"})
         assert_finished_once(group, run_id)
@@ -91,7 +90,7 @@ def test_runs_finish_after_the_broker_loses_every_message(tmp_path, postgres_url
         group.start_worker(threads=1)
         for run_id in runs:
             group.wait_for_state(run_id, {"awaiting_approval"})
-            assert group.ratchet("approve-spec", run_id, "--detach").returncode == 0
+            assert group.ratchet.approve(run_id, "--detach").returncode == 0
         for key in client.scan_iter(f"{group.queue}:*"):
             if key.endswith((b".msgs", group.queue.encode())):
                 client.delete(key)
@@ -101,28 +100,35 @@ def test_runs_finish_after_the_broker_loses_every_message(tmp_path, postgres_url
         assert agent_runs == Counter({step: 4 for step in AGENT_STEPS})
 
 
-def _parent(pid: int) -> int:
-    with open(f"/proc/{pid}/stat") as fh:
-        return int(fh.read().rsplit(")", 1)[1].split()[1])
+def kill_worker_and_agent(workers: list[subprocess.Popen[str]], block: Path
+                          ) -> subprocess.Popen[str]:
+    """SIGKILL the worker running the blocked agent (its whole group) and the agent's
+    processes, as on a lost host; return the worker killed."""
+    agents = processes_with_env("AGENT_BLOCK_FILE", str(block))
+    assert agents, "the blocked agent is not running"
+    worker_pid = ancestor_among(agents[0], {w.pid for w in workers})
+    [victim] = [w for w in workers if w.pid == worker_pid]
+    os.killpg(victim.pid, signal.SIGKILL)
+    for pid in agents:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return victim
 
 
 def test_takeover_by_a_worker_on_another_host(tmp_path, postgres_url, redis_url):
     """Each worker has its own RATCHET_HOME (mirrors, worktrees, scratch), as on two hosts:
     the survivor rebuilds the worktree from the checkpoint on a fresh mirror, proves it by
     hash, and reruns the interrupted step."""
-    block = tmp_path / "block"
+    block = tmp_path / "shared" / "block"
     with cluster(tmp_path, postgres_url, redis_url,
                  env={"AGENT_BLOCK_FILE": str(block)}) as group:
         homes = [tmp_path / "host-a", tmp_path / "host-b"]
         workers = [group.start_worker(extra={"RATCHET_HOME": str(h)}) for h in homes]
         run_id = group.create_detached()
         group.wait_for_state(run_id, {"awaiting_approval"})
-        assert group.ratchet("approve-spec", run_id, "--detach").returncode == 0
+        assert group.ratchet.approve(run_id, "--detach").returncode == 0
         wait_for(Path(f"{block}.seen"))
-        agent_pid = int(Path(f"{block}.seen").read_text())
-        [victim] = [w for w in workers if w.pid == os.getpgid(_parent(agent_pid))]
-        os.killpg(victim.pid, signal.SIGKILL)
-        os.killpg(os.getpgid(agent_pid), signal.SIGKILL)
+        victim = kill_worker_and_agent(workers, block)
         group.wait_for_state(run_id, {"done"})
         assert_finished_once(group, run_id)
         survivor = homes[1 - workers.index(victim)]

@@ -41,8 +41,15 @@ class Ratchet:
     lease_seconds: float = 1.0
 
     @property
+    def shared(self) -> Path:
+        """The folder the sandbox shares with the agent (RATCHET_SANDBOX_RW): its log, and the
+        files tests use to hold it."""
+        return self.home.parent / "shared"
+
+    @property
     def agent_log(self) -> Path:
-        return self.home.parent / f"{self.home.name}-agent.log"
+        """Where the scripted agent counts its runs."""
+        return self.shared / "agent.log"
 
     def environ(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         base = {k: v for k, v in os.environ.items()
@@ -53,11 +60,13 @@ class Ratchet:
             "RATCHET_AGENT_COMMAND": f"{sys.executable} {AGENT}",
             "RATCHET_LEASE_SECONDS": str(self.lease_seconds),
             "AGENT_LOG": str(self.agent_log),
+            "RATCHET_SANDBOX_RW": str(self.shared),
             **self.env,
             **(extra or {}),
         }
 
     def start(self, *args: str, extra: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        self.shared.mkdir(parents=True, exist_ok=True)
         return subprocess.Popen(
             [sys.executable, "-m", "app.cli", *args], cwd=self.home.parent,
             env=self.environ(extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -94,6 +103,10 @@ class Ratchet:
     def spec_hash(self, run_id: str) -> str:
         return self.status(run_id)["next_action"].split("--hash ")[1].split("`")[0]
 
+    def approve(self, run_id: str, *options: str) -> subprocess.CompletedProcess[str]:
+        """``ratchet approve-spec`` with the current spec's hash."""
+        return self("approve-spec", run_id, "--hash", self.spec_hash(run_id), *options)
+
     def agent_runs(self) -> list[str]:
         if not self.agent_log.exists():
             return []
@@ -125,6 +138,51 @@ class Ratchet:
                 key = json.loads(text)["key"]
             found.append((path.parent.name, key))
         return found
+
+
+def processes_with_env(name: str, value: str, *, agents_only: bool = True) -> list[int]:
+    """Host pids of live processes whose environment holds ``name=value``.
+
+    An agent in its sandbox sees only its own PID namespace, so the pid it reports means
+    nothing outside; tests find it (and its sandbox) by a variable they gave it. With
+    ``agents_only``, only processes started for an agent step (they carry RATCHET_PHASE) count,
+    not the Ratchet processes that passed the variable on.
+    """
+    wanted = f"{name}={value}".encode()
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            variables = environ.read_bytes().split(b"\0")
+        except OSError:
+            continue  # it ended while we looked, or is not ours to read
+        is_agent = any(v.startswith(b"RATCHET_PHASE=") for v in variables)
+        if wanted in variables and (is_agent or not agents_only):
+            pid = int(environ.parent.name)
+            if process_alive(pid):
+                found.append(pid)
+    return sorted(found)
+
+
+def process_alive(pid: int) -> bool:
+    """Running (not a zombie awaiting its reaper)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in {"Z", "X"}
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def ancestor_among(pid: int, candidates: set[int]) -> int:
+    """The first ancestor of ``pid`` (itself included) that is one of ``candidates``."""
+    while pid > 1:
+        if pid in candidates:
+            return pid
+        pid = parent_of(pid)
+    raise AssertionError(f"no ancestor of {pid} among {sorted(candidates)}")
 
 
 def drive_to_done(ratchet: Ratchet, *, crash: str | None = None,

@@ -123,7 +123,7 @@ def test_wrong_hash_is_refused_and_shows_the_current_one(ratchet):
 def test_detached_approval_records_only(ratchet):
     ratchet.create()
     run_id = ratchet.run_id()
-    result = ratchet("approve-spec", run_id, "--detach")
+    result = ratchet.approve(run_id, "--detach")
     assert result.returncode == 0, result.stderr
     status = ratchet.status(run_id)
     assert status["state"] == "implement" and "implement.1" not in ratchet.agent_runs()
@@ -203,13 +203,13 @@ def test_an_unanswered_spec_times_out_to_needs_human(ratchet):
     assert "APPROVAL_TIMED_OUT" in {e["type"] for e in ratchet.events(run_id)}
 
 
-def test_a_malformed_repository_config_fails_the_run_naming_file_and_line(tmp_path):
+def test_a_malformed_repository_config_refuses_the_run_naming_file_and_line(tmp_path):
     broken = "verify:\n  checks:\n    - {id: unit, run: 'true', timeout: soon}\n"
     ratchet = Ratchet(home=tmp_path / "home",
                       repo=make_target_repo(tmp_path / "repo", config=broken))
     result = ratchet.create()
-    assert result.returncode == 1
-    status = ratchet.status(ratchet.run_id())
-    assert status["state"] == "failed"
-    assert ".github/ratchet.yml:3" in status["reason"] and "timeout" in status["reason"]
-    assert ratchet.agent_runs() == []  # nothing ran on a config it could not read
+    # Refused where the mistake is made: no run is created on a config it could not read.
+    assert result.returncode == 2
+    assert ".github/ratchet.yml:3" in result.stderr and "timeout" in result.stderr
+    assert json.loads(ratchet("runs", "--json").stdout) == []
+    assert ratchet.agent_runs() == []

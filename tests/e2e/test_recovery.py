@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import Ratchet, make_target_repo
+from tests.e2e.harness import Ratchet, make_target_repo, process_alive, processes_with_env
 from tests.gitrepo import git
 
 pytestmark = pytest.mark.slow
@@ -26,7 +26,7 @@ def ratchet(tmp_path):
 def approved_run(ratchet: Ratchet) -> str:
     assert ratchet.create().returncode == 0
     run_id = ratchet.run_id()
-    assert ratchet("approve-spec", run_id, "--detach").returncode == 0
+    assert ratchet.approve(run_id, "--detach").returncode == 0
     return run_id
 
 
@@ -39,7 +39,7 @@ def wait_for(path: Path, timeout: float = 30) -> None:
 
 def test_frozen_stale_worker_is_fenced_out(ratchet, tmp_path):
     run_id = approved_run(ratchet)
-    block = tmp_path / "block"
+    block = tmp_path / "shared" / "block"
     worker_a = ratchet.start("resume", run_id, extra={"AGENT_BLOCK_FILE": str(block)})
     wait_for(Path(f"{block}.seen"))
     os.killpg(worker_a.pid, signal.SIGSTOP)  # frozen mid-implement, lease still recorded
@@ -70,7 +70,7 @@ def test_frozen_stale_worker_is_fenced_out(ratchet, tmp_path):
 
 def test_interrupted_step_is_salvaged_before_the_reset(ratchet, tmp_path):
     run_id = approved_run(ratchet)
-    block = tmp_path / "block"
+    block = tmp_path / "shared" / "block"
     worker = ratchet.start("resume", run_id, extra={"AGENT_BLOCK_FILE": str(block)})
     wait_for(Path(f"{block}.seen"))
     os.killpg(worker.pid, signal.SIGKILL)
@@ -129,16 +129,17 @@ def test_research_agent_editing_a_product_file_is_a_policy_violation(ratchet, tm
 
 def test_cancel_stops_the_worker_and_its_agent(ratchet, tmp_path):
     run_id = approved_run(ratchet)
-    block = tmp_path / "block"
+    block = tmp_path / "shared" / "block"
     worker = ratchet.start("resume", run_id, extra={"AGENT_BLOCK_FILE": str(block)})
     wait_for(Path(f"{block}.seen"))
-    agent_pid = int(Path(f"{block}.seen").read_text())
+    agents = processes_with_env("AGENT_BLOCK_FILE", str(block))
+    assert agents, "the blocked agent is not running"
     cancelled = ratchet("cancel", run_id, "--reason", "superseded")
     assert cancelled.returncode == 0, cancelled.stderr
     _, err = worker.communicate(timeout=30)
     assert worker.returncode == 3 and "was cancelled (superseded)" in err
     deadline = time.monotonic() + 10
-    while Path(f"/proc/{agent_pid}").exists() and "Z" not in _proc_state(agent_pid):
+    while any(process_alive(pid) for pid in agents):
         assert time.monotonic() < deadline, "the agent outlived its cancelled run"
         time.sleep(0.05)
     status = ratchet.status(run_id)
@@ -146,13 +147,6 @@ def test_cancel_stops_the_worker_and_its_agent(ratchet, tmp_path):
     events = ratchet.events(run_id)
     assert events[-1]["type"] == "RUN_CANCELLED"
     assert ratchet("cancel", run_id).returncode == 2  # already ended
-
-
-def _proc_state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
 
 
 def test_takeover_on_a_host_with_an_older_worktree_salvages_nothing(tmp_path):

@@ -12,6 +12,7 @@ import pytest
 from verify_helpers import FAILING_TEST, git, write
 
 from app.verify_cli import configure_parser, run_verify
+from runner.sandbox import Sandbox
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,7 +20,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def verify(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     parser = argparse.ArgumentParser(prog="ratchet verify")
     configure_parser(parser)
-    code = run_verify(parser.parse_args(list(argv)))
+    code = run_verify(parser.parse_args(list(argv)), Sandbox())  # checks in the real sandbox
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -81,17 +82,17 @@ def test_ci_change_runs_every_workspace_and_writes_the_bundle(
     assert names == [
         "plan.json",
         "result.json",
-        "services-api-pytest.log",
-        "services-worker-plugins-extra-pytest.log",
-        "services-worker-pytest.log",
+        "services%2Fapi%3Apytest.log",
+        "services%2Fworker%2Fplugins%2Fextra%3Apytest.log",
+        "services%2Fworker%3Apytest.log",
         "summary.md",
-        "web-node-test.log",
+        "web%3Anode-test.log",
     ]
     result = json.loads((bundle / "result.json").read_text())
     assert result["plan_sha256"] == document["plan"]["hash"]
     assert set(result["artifacts"]) == {n for n in names if n.endswith(".log")}
     assert "ci.yml" in result["diff_stat"]
-    assert "tests" in (bundle / "web-node-test.log").read_text()
+    assert "tests" in (bundle / "web%3Anode-test.log").read_text()
 
 
 def test_failing_test_exits_1_with_a_failed_result(

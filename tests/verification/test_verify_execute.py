@@ -61,7 +61,7 @@ def test_failing_test_gives_failed_result_and_annotation_at_its_line(
     make_repo: Callable[[Files], Path],
 ) -> None:
     root = make_repo(python_workspace("pkg", "pkg", failing=True))
-    plan = build_plan(["pkg/app_pkg.py"], GitTree(root), VerifyConfig(concurrency=2))
+    plan = build_plan(["pkg/app_pkg.py"], GitTree.discover(root), VerifyConfig(concurrency=2))
     [result] = execute_plan(plan, root)
     assert (result.key, result.status, result.exit_code) == ("pkg:pytest", "failed", 1)
     assert result.junit is not None

@@ -1,0 +1,145 @@
+"""The sandbox agents and checks run in: bubblewrap, or nothing when an operator opts out.
+
+Agents and checks are untrusted code. Under ``bwrap`` (https://github.com/containers/bubblewrap)
+each one sees the host's filesystem read-only, its worktree and output folder read-write, a
+private ``/tmp``, declared tool folders read-write, and nothing of Ratchet's home (ledger,
+mirrors, other runs, scratch) or of the files that hold its secrets. It runs in PID, IPC and UTS
+namespaces of its own: it cannot see the runner in ``/proc``, and when its first process ends
+the kernel ends every descendant, ``setsid`` or not. ``--die-with-parent`` ends it with the
+runner. The network stays on unless the caller turns it off (checks, on request).
+
+``Sandbox.command`` only builds an argv; the caller runs it (its own process group, timeouts).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from runner.errors import DeterministicFailure
+
+log = logging.getLogger(__name__)
+
+# Folders every sandbox gets empty and private (tmpfs).
+PRIVATE_FOLDERS = ("/tmp", "/var/tmp", "/run/user")
+
+
+class SandboxMode(StrEnum):
+    BWRAP = "bwrap"
+    NONE = "none"
+
+
+class SandboxUnavailable(DeterministicFailure):
+    """The configured sandbox cannot run here; the message says how to fix or opt out."""
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """How agents and checks are confined on this host.
+
+    ``hidden``: paths never visible inside (Ratchet's home, the ledger file, key files).
+    ``shared``: tool folders an agent CLI must write outside its worktree (its config and
+    cache), bound read-write for agents and checks. ``remedy`` is appended to the error
+    when bubblewrap is missing: how to install it or opt out, in the operator's words.
+    """
+
+    mode: SandboxMode = SandboxMode.BWRAP
+    hidden: tuple[Path, ...] = ()
+    shared: tuple[Path, ...] = ()
+    remedy: str = "install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap)"
+    program: str = "bwrap"
+
+    def __post_init__(self) -> None:
+        for folder in self.shared:
+            for hidden in self.hidden:
+                if folder.resolve().is_relative_to(hidden.resolve()):
+                    raise ValueError(
+                        f"shared folder {folder} is inside {hidden}, which agents must never "
+                        f"see; declare a folder outside it"
+                    )
+
+    @property
+    def confined(self) -> bool:
+        return self.mode is SandboxMode.BWRAP
+
+    def check(self) -> None:
+        """Raise ``SandboxUnavailable`` when this sandbox cannot start processes here."""
+        if self.mode is SandboxMode.NONE:
+            return
+        problem = _probe(self.program)
+        if problem is not None:
+            raise SandboxUnavailable(
+                f"agents and checks run in a bubblewrap sandbox, but {problem}; {self.remedy}"
+            )
+
+    def command(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        writable: Sequence[Path] = (),
+        readable: Sequence[Path] = (),
+        network: bool = True,
+    ) -> list[str]:
+        """The argv that runs ``argv`` in ``cwd`` inside this sandbox.
+
+        ``writable`` folders (the worktree, an output folder) and ``readable`` paths (a prompt
+        file, the repository's objects) are bound at their own paths, after the hidden ones are
+        masked, so they stay reachable even inside Ratchet's home.
+        """
+        if self.mode is SandboxMode.NONE:
+            return list(argv)
+        self.check()
+        args = [self.program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        for folder in PRIVATE_FOLDERS:
+            if Path(folder).is_dir():
+                args += ["--tmpfs", folder]
+        for folder in self.shared:
+            args += ["--bind-try", str(folder), str(folder)]
+        folders = [path for path in self.hidden if path.is_dir()]
+        for path in self.hidden:
+            if any(path != folder and path.is_relative_to(folder) for folder in folders):
+                continue  # inside a folder already masked: it does not exist in there
+            if path.is_dir():
+                args += ["--tmpfs", str(path)]
+            elif path.exists():
+                args += ["--ro-bind", "/dev/null", str(path)]
+        for path in readable:
+            args += ["--ro-bind", str(path), str(path)]
+        for path in writable:
+            args += ["--bind", str(path), str(path)]
+        args += [
+            "--chdir", str(cwd),
+            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session",
+        ]
+        if not network:
+            args.append("--unshare-net")
+        return [*args, "--", *argv]
+
+
+@functools.cache
+def _probe(program: str) -> str | None:
+    """Why ``program`` cannot sandbox a process here, or None; asked once per process."""
+    path = shutil.which(program)
+    if path is None:
+        return f"{program!r} is not installed (not on PATH)"
+    try:
+        result = subprocess.run(
+            [path, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--unshare-pid",
+             "--die-with-parent", "true"],
+            capture_output=True, timeout=30, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{path} could not start: {exc}"
+    if result.returncode != 0:
+        reason = result.stderr.decode("utf-8", "replace").strip() or f"exit {result.returncode}"
+        return (f"{path} cannot create namespaces here ({reason}); in a container, allow user "
+                "namespaces (see docs/operations.md, 'Sandbox')")
+    return None
