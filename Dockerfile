@@ -4,6 +4,10 @@
 #   docker run --init -v ratchet:/var/lib/ratchet ratchet worker --processes 2   # a worker
 # --init (compose: `init: true`) puts tini in front as PID 1: it reaps the git and agent
 # grandchildren that Ratchet orphans; signals still reach `ratchet` unchanged.
+# Agents and checks run in a bubblewrap sandbox, which needs user namespaces inside the
+# container: add `--security-opt seccomp=unconfined --security-opt apparmor=unconfined`
+# (Docker's default profiles refuse unshare/mount) or a seccomp profile that allows them;
+# no extra capability is needed. docs/operations.md, "Sandbox", has the details.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -11,11 +15,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     RATCHET_HOME=/var/lib/ratchet
 
-# git: workspaces are git worktrees and publishing pushes a branch. Not version-pinned: the
-# base image's Debian release moves, and an exact pin would break the build when it does.
+# git: workspaces are git worktrees and publishing pushes a branch. bubblewrap: the sandbox of
+# agents and checks. Not version-pinned: the base image's Debian release moves, and an exact
+# pin would break the build when it does.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends git \
+    && apt-get install -y --no-install-recommends git bubblewrap \
     && rm -rf /var/lib/apt/lists/*
 
 # A non-root user that owns the ledger, run directories and workspaces. The folder is created

@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean system-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,10 +17,18 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
-run: $(VENV)/.installed
+# Agents and checks run in bubblewrap: install it when missing (Debian and Ubuntu).
+system-deps:
+	@command -v bwrap >/dev/null || { \
+	    if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO=sudo; \
+	    else echo "bubblewrap is missing: apt-get install bubblewrap (or RATCHET_SANDBOX=none)" >&2; exit 1; fi; \
+	    $$SUDO apt-get install -y -q bubblewrap >/dev/null 2>&1 || { $$SUDO apt-get update -q >/dev/null \
+	        && $$SUDO apt-get install -y -q bubblewrap >/dev/null; }; }
+
+run: $(VENV)/.installed system-deps
 	$(BIN)/ratchet serve
 
-test: $(VENV)/.installed-dev
+test: $(VENV)/.installed-dev system-deps
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
@@ -36,6 +44,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python bench/ledger.py
 	$(BIN)/python bench/verify.py
 	$(BIN)/python bench/throughput.py
+	$(BIN)/python bench/sandbox.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -39,8 +39,8 @@ from verification.config import (
 from verification.evidence import EvidenceBundle, build_bundle, render_markdown
 from verification.execute import CheckResult, execute_plan
 from verification.git import Git, GitError
-from verification.plan import Plan, Tree, build_plan
-from verification.tree import GitRevisionTree, GitTree, TreeError
+from verification.plan import Plan, build_plan
+from verification.tree import GitRevisionTree, GitTree, Tree, TreeError
 
 # Exit statuses of `ratchet verify`.
 EXIT_PASSED = 0

@@ -68,6 +68,14 @@ class Sandbox:
     def confined(self) -> bool:
         return self.mode is SandboxMode.BWRAP
 
+    def masks(self, path: Path) -> bool:
+        """Whether ``path`` is out of sight inside (a private folder or a hidden path)."""
+        if not self.confined:
+            return False
+        masked = [Path(folder) for folder in PRIVATE_FOLDERS] + list(self.hidden)
+        shared = any(path.is_relative_to(folder) for folder in self.shared)
+        return not shared and any(path.is_relative_to(folder) for folder in masked)
+
     def check(self) -> None:
         """Raise ``SandboxUnavailable`` when this sandbox cannot start processes here."""
         if self.mode is SandboxMode.NONE:

@@ -488,7 +488,8 @@ def _log_name(plan: Plan, key: str) -> str:
 
 
 def _diff_stat(changed: list[str]) -> str:
-    return "\n".join(changed) + (f"\n{len(changed)} files changed" if changed else "")
+    shown = [printable_path(path) for path in changed]
+    return "\n".join(shown) + (f"\n{len(shown)} files changed" if shown else "")
 
 
 def _verification_events(

@@ -48,13 +48,14 @@ def test_base_is_slim_python_311(instructions: list[tuple[str, str]]) -> None:
     assert _only(instructions, "FROM").startswith("python:3.11-slim")
 
 
-def test_git_is_installed_without_recommends_and_lists_cleaned(
+def test_git_and_bubblewrap_are_installed_without_recommends_and_lists_cleaned(
     instructions: list[tuple[str, str]],
 ) -> None:
     runs = [arguments for name, arguments in instructions if name == "RUN"]
     apt = [run for run in runs if "apt-get install" in run]
     assert len(apt) == 1
     assert re.search(r"--no-install-recommends\b.*\bgit\b", apt[0])
+    assert re.search(r"--no-install-recommends\b.*\bbubblewrap\b", apt[0])  # the sandbox
     assert "rm -rf /var/lib/apt/lists/*" in apt[0]  # in the same layer, or it saves nothing
 
 

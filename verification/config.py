@@ -221,7 +221,8 @@ def read_config_file(repo_root: Path) -> bytes | None:
             return None
         if exc.reason == "too_large" and exc.size is not None:
             check_config_size(exc.size)
-        raise ConfigError(CONFIG_PATH, None, "", f"{exc}; commit the config as a plain file") from exc
+        problem = f"{exc}; commit the config as a plain file"
+        raise ConfigError(CONFIG_PATH, None, "", problem) from exc
     except OSError as exc:
         raise ConfigError(
             CONFIG_PATH, None, "", f"cannot open the repository folder {repo_root}: {exc}"

@@ -15,12 +15,9 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from posixpath import basename, dirname
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from verification.tree import SKIPPED_DIRS
-
-if TYPE_CHECKING:
-    from verification.plan import Tree
+from verification.tree import SKIPPED_DIRS, Tree
 
 # Manifest file names that make their folder a workspace.
 PYTHON_MANIFESTS = frozenset({"pyproject.toml", "setup.cfg", "setup.py"})

@@ -141,7 +141,7 @@ def execute_plan(
     inherited environment (default: `os.environ`). `confine` wraps every command.
     """
     runner = _Runner(root, dict(os.environ if env is None else env), redact or (lambda s: s),
-                     confine)
+                     confine, plan.folder)
     results: dict[str, CheckResult] = {}
 
     def report(result: CheckResult) -> None:
@@ -216,9 +216,11 @@ class _Runner:
     """Runs commands on worker threads; remembers live process groups to stop them all."""
 
     def __init__(
-        self, root: Path, env: dict[str, str], redact: Callable[[str], str], confine: Confine
+        self, root: Path, env: dict[str, str], redact: Callable[[str], str], confine: Confine,
+        folder: Callable[[str], str],
     ) -> None:
         self.root = root
+        self.folder = folder  # a workspace's real folder (its name may not be UTF-8)
         self.env = env
         self.redact = redact
         self.confine = confine
@@ -227,16 +229,17 @@ class _Runner:
         self._lock = threading.Lock()
 
     def run_check(self, check: PlannedCheck) -> CheckResult:
-        cwd = self.root / check.workspace
+        folder = self.folder(check.workspace)
+        cwd = self.root / folder
         junit_name = f"{check.log_name}.junit.xml"
         junit_file = self.scratch / junit_name
-        declared = f"{check.workspace}/{check.junit}" if check.junit else None
+        declared = f"{folder}/{check.junit}" if check.junit else None
         declared_before = _mtime(self.root, declared)
         env = {
             **self.env,
             "RATCHET_JUNIT": str(junit_file),
             "RATCHET_CHECK": check.key,
-            "RATCHET_WORKSPACE": check.workspace,
+            "RATCHET_WORKSPACE": folder,
         }
         capture = LogCapture()
         started = time.monotonic()
@@ -268,7 +271,7 @@ class _Runner:
         for command in commands:
             capture.write(f"$ {command}\n".encode())
             status, exit_code = self._run(
-                command, self.root / workspace, self.env, timeout, capture
+                command, self.root / self.folder(workspace), self.env, timeout, capture
             )
             if status == "passed":
                 continue

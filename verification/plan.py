@@ -17,23 +17,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from posixpath import basename, normpath, splitext
-from typing import Any, Protocol
-from urllib.parse import quote
+from typing import Any
+from urllib.parse import quote, quote_from_bytes, unquote_to_bytes
 
 from verification.config import CONFIG_PATH, CheckConfig, VerifyConfig, WorkspaceConfig
 from verification.detect import MANIFESTS, detect_checks, find_manifests, find_workspaces, owner
-
-
-class Tree(Protocol):
-    """A read-only view of repository files, with posix paths relative to the repo root."""
-
-    def paths(self) -> Iterable[str]: ...
-
-    def read_text(self, path: str) -> str | None: ...
-
+from verification.files import printable_path
+from verification.tree import Tree
 
 # Folders whose files configure CI for the whole repository.
 GLOBAL_FOLDERS = (".github/workflows/", ".github/actions/", ".circleci/", ".ci/", ".buildkite/")
@@ -97,6 +91,16 @@ class Plan:
     workspaces: tuple[PlannedWorkspace, ...]
     checks: tuple[PlannedCheck, ...]
     concurrency: int | None  # None: as many as the executing machine has cores
+    # Workspaces whose folder names are not UTF-8: (shown name, the name's bytes
+    # percent-encoded). Everywhere else the plan holds the shown name (bytes as \xNN).
+    locations: tuple[tuple[str, str], ...] = ()
+
+    def folder(self, workspace: str) -> str:
+        """The real folder of a workspace, relative to the root (``os.fsdecode`` form)."""
+        for shown, encoded in self.locations:
+            if shown == workspace:
+                return os.fsdecode(unquote_to_bytes(encoded))
+        return workspace
 
     @property
     def is_empty(self) -> bool:
@@ -107,7 +111,9 @@ class Plan:
         return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
+        locations = {"locations": [list(pair) for pair in self.locations]} if self.locations else {}
         return {
+            **locations,
             "concurrency": self.concurrency,
             "workspaces": [{"path": w.path, "setup": list(w.setup)} for w in self.workspaces],
             "checks": [
@@ -146,6 +152,7 @@ class Plan:
                 for c in data["checks"]
             ),
             concurrency=None if data["concurrency"] is None else int(data["concurrency"]),
+            locations=tuple((shown, encoded) for shown, encoded in data.get("locations", ())),
         )
 
     @classmethod
@@ -202,7 +209,24 @@ def build_plan(changed_files: Iterable[str], tree: Tree, config: VerifyConfig) -
         if workspace_checks:
             planned_workspaces.append(PlannedWorkspace(folder, setup))
             checks.extend(workspace_checks)
-    return Plan(tuple(planned_workspaces), tuple(checks), config.concurrency)
+    return _shown(Plan(tuple(planned_workspaces), tuple(checks), config.concurrency))
+
+
+def _shown(plan: Plan) -> Plan:
+    """Names that are not UTF-8 (surrogate escapes from ``os.fsdecode``) become their shown
+    form, ``\\xNN`` for each byte, so the plan can be stored and printed; ``locations`` keeps
+    the real bytes for the executor."""
+    renamed = {w.path: printable_path(w.path) for w in plan.workspaces
+               if printable_path(w.path) != w.path}
+    if not renamed:
+        return plan
+    return Plan(
+        tuple(replace(w, path=renamed.get(w.path, w.path)) for w in plan.workspaces),
+        tuple(replace(c, workspace=renamed.get(c.workspace, c.workspace)) for c in plan.checks),
+        plan.concurrency,
+        tuple(sorted((shown, quote_from_bytes(os.fsencode(real), safe=""))
+                     for real, shown in renamed.items())),
+    )
 
 
 def is_global_file(path: str) -> bool:

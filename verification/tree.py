@@ -1,9 +1,10 @@
-"""Repository trees that plan building reads: a directory, a git working tree, a git revision.
+"""Repository trees that plan building reads: the `Tree` protocol and its adapters (a directory,
+a git working tree, a git revision).
 
-These are the I/O adapters behind `verification.plan.Tree`; plan building itself never touches
-the filesystem or git. A working tree may have been written by untrusted code, so its files are
-read without following symlinks and with a size cap (`verification.files.read_beneath`), and
-git is run through `verification.git` with the repository named explicitly.
+Plan building reads the repository only through `Tree`; it never touches the filesystem or
+git. A working tree may have been written by untrusted code, so its files are read without
+following symlinks and with a size cap (`verification.files.read_beneath`), and git is run
+through `verification.git` with the repository named explicitly.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Protocol
 
 from verification.files import UnsafePath, read_beneath
 from verification.git import Git, GitError, discover
@@ -21,6 +23,14 @@ SKIPPED_DIRS = frozenset(
 )
 # Largest file plan building reads (manifests and config); a larger one reads as absent.
 MAX_READ_BYTES = 4 << 20
+
+
+class Tree(Protocol):
+    """A read-only view of repository files, with posix paths relative to the repo root."""
+
+    def paths(self) -> Iterable[str]: ...
+
+    def read_text(self, path: str) -> str | None: ...
 
 
 class TreeError(Exception):

@@ -201,7 +201,8 @@ class CommandAgent:
             "RATCHET_OUTPUT": str(task.output),
             "RATCHET_WORKTREE": str(task.worktree),
         }
-        if self.sandbox.confined and shutil.which(argv[0], path=env.get("PATH")) is None:
+        program = shutil.which(argv[0], path=env.get("PATH"))
+        if self.sandbox.confined and program is None:
             # Inside the sandbox the failure would only show as bwrap's exit 1.
             raise DeterministicFailure(
                 f"cannot start agent command {argv[0]!r} from template {self.template!r}: not "
@@ -210,9 +211,12 @@ class CommandAgent:
             )
         task.log_file.parent.mkdir(parents=True, exist_ok=True)
         task.output_dir.mkdir(parents=True, exist_ok=True)
+        # The program itself stays visible even where the sandbox masks its folder (/tmp).
+        location = Path(program).absolute() if program else None
+        program_path = (location,) if location and self.sandbox.masks(location) else ()
         command = self.sandbox.command(
             argv, cwd=task.worktree, writable=(task.worktree, task.output_dir),
-            readable=(task.prompt_file, *task.readable),
+            readable=(task.prompt_file, *program_path, *task.readable),
         )
         with task.log_file.open("wb") as log_fp:
             try:

@@ -10,7 +10,9 @@ the step, and the run where the policy puts it.
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -179,6 +181,33 @@ def test_symlinks_out_of_the_worktree_and_huge_files_stop_the_run_unread(tmp_pat
     # The worktree was reset to the last checkpoint without reading them.
     worktree = next((attack.ratchet.home / "work" / "runs" / run_id).iterdir())
     assert not (worktree / "huge.bin").exists() and not (worktree / "escape").is_symlink()
+
+
+def test_a_file_name_that_is_not_utf8_is_verified_published_and_shown(tmp_path):
+    attack = Attack(tmp_path, "implement:binary_name")
+    run_id, _ = drive_to_done(attack.ratchet)
+
+    assert attack.ratchet.status(run_id)["state"] == "done"
+    names = subprocess.run(["git", "-C", str(attack.ratchet.repo), "ls-tree", "-z", "-r",
+                            "--name-only", f"ratchet/{run_id}"], capture_output=True, check=True)
+    assert b"caf\xe9.txt" in names.stdout.split(b"\0")
+    folder = attack.ratchet.export(run_id, tmp_path / "export")
+    assert "caf\\xe9.txt" in json.loads((folder / "verification/result.json").read_text())[
+        "diff_stat"]
+
+
+def test_an_ended_runs_scratch_keeps_only_redacted_agent_logs(tmp_path):
+    attack = Attack(tmp_path, "research:leak_and_fail")
+    token = "tok-91c2e7d4a8b3"
+    attack.ratchet.env["MY_API_TOKEN"] = token
+    assert attack.ratchet.create().returncode == 1
+    run_id = attack.ratchet.run_id()
+
+    assert attack.ratchet.status(run_id)["state"] == "failed"
+    left = [p for p in (attack.ratchet.home / "scratch" / run_id).rglob("*") if p.is_file()]
+    assert left and all(p.suffix == ".log" for p in left), left
+    logs = "".join(p.read_text() for p in left)
+    assert "debug token=***" in logs and token not in logs
 
 
 def test_a_corrupt_artifact_stops_the_run_naming_it_and_commands_still_work(tmp_path):

@@ -1,0 +1,144 @@
+"""The bubblewrap sandbox with real processes: what a confined command can see, write and reach."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from runner.sandbox import Sandbox, SandboxMode, SandboxUnavailable
+from tests.e2e.harness import processes_with_env
+
+
+def run(sandbox: Sandbox, script: str, *, cwd: Path, env: dict[str, str] | None = None,
+        **options: object) -> subprocess.CompletedProcess[str]:
+    argv = sandbox.command([sys.executable, "-c", script], cwd=cwd, **options)  # type: ignore[arg-type]
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> dict[str, Path]:
+    paths = {name: tmp_path / name for name in ("home", "worktree", "shared", "objects")}
+    for path in paths.values():
+        path.mkdir()
+    (paths["home"] / "ratchet.db").write_text("ledger")
+    (paths["objects"] / "pack").write_text("history")
+    (tmp_path / "host-file").write_text("host")
+    outside_ledger = tmp_path / "elsewhere.db"
+    outside_ledger.write_text("other ledger")
+    paths["outside_ledger"] = outside_ledger
+    return paths
+
+
+def sandbox_for(layout: dict[str, Path]) -> Sandbox:
+    return Sandbox(hidden=(layout["home"], layout["outside_ledger"]), shared=(layout["shared"],))
+
+
+def test_a_confined_command_sees_only_what_it_was_given(layout: dict[str, Path],
+                                                        tmp_path: Path) -> None:
+    sandbox = sandbox_for(layout)
+    script = f"""
+import os, pathlib
+def attempt(what, action):
+    try:
+        action(); print(what, "ok")
+    except OSError as exc:
+        print(what, type(exc).__name__)
+attempt("write-worktree", lambda: pathlib.Path("{layout['worktree']}/a").write_text("x"))
+attempt("write-shared", lambda: pathlib.Path("{layout['shared']}/b").write_text("x"))
+attempt("write-objects", lambda: pathlib.Path("{layout['objects']}/c").write_text("x"))
+attempt("read-objects", lambda: pathlib.Path("{layout['objects']}/pack").read_text())
+attempt("read-host-tmp", lambda: pathlib.Path("{tmp_path}/host-file").read_text())
+print("home", sorted(os.listdir("{layout['home']}")))
+attempt("read-outside-ledger", lambda: pathlib.Path("{layout['outside_ledger']}").read_text())
+attempt("write-usr", lambda: pathlib.Path("/usr/ratchet-probe").write_text("x"))
+print("pid", os.getpid())
+"""
+    result = run(sandbox, script, cwd=layout["worktree"],
+                 writable=(layout["worktree"],), readable=(layout["objects"],))
+
+    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines())
+    assert result.returncode == 0, result.stderr
+    assert lines["write-worktree"] == "ok" and lines["write-shared"] == "ok"
+    assert lines["write-objects"] == "OSError"  # read-only: EROFS
+    assert lines["read-objects"] == "ok"
+    assert lines["read-host-tmp"] == "FileNotFoundError"  # /tmp is private
+    assert lines["home"] == "[]"  # Ratchet's home is an empty folder inside
+    assert lines["read-outside-ledger"] == "PermissionError"  # masked by a device node
+    assert lines["write-usr"] != "ok"
+    assert int(lines["pid"]) < 10  # a PID namespace of its own: the runner is not in it
+    assert (layout["home"] / "ratchet.db").read_text() == "ledger"
+
+
+def test_ending_the_sandbox_ends_every_descendant_setsid_or_not(layout: dict[str, Path]) -> None:
+    marker = f"ratchet-sandbox-test-{os.getpid()}-{time.monotonic_ns()}"
+    script = """
+import subprocess
+subprocess.Popen(["setsid", "sleep", "60"], start_new_session=True)
+subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60"])
+"""
+    result = run(sandbox_for(layout), script, cwd=layout["worktree"],
+                 writable=(layout["worktree"],), env={"RATCHET_PHASE": "t", "MARK": marker})
+
+    assert result.returncode == 0, result.stderr
+    deadline = time.monotonic() + 5
+    while processes_with_env("MARK", marker):
+        assert time.monotonic() < deadline, "a daemon outlived its sandbox"
+        time.sleep(0.05)
+
+
+def test_network_can_be_turned_off(layout: dict[str, Path]) -> None:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    script = f"""
+import socket
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=2).close(); print("connected")
+except OSError as exc:
+    print("refused", exc)
+"""
+    worktree = layout["worktree"]
+    try:
+        on = run(sandbox_for(layout), script, cwd=worktree, writable=(worktree,))
+        off = run(sandbox_for(layout), script, cwd=worktree, writable=(worktree,), network=False)
+    finally:
+        server.close()
+    assert on.stdout.startswith("connected"), on.stderr
+    assert off.stdout.startswith("refused"), off.stderr
+
+
+def test_a_missing_bubblewrap_says_how_to_install_it_or_opt_out() -> None:
+    sandbox = Sandbox(program="no-such-bwrap-ratchet", remedy="install it, or opt out")
+    with pytest.raises(SandboxUnavailable, match=r"not installed.*install it, or opt out"):
+        sandbox.check()
+    with pytest.raises(SandboxUnavailable):
+        sandbox.command(["true"], cwd=Path("/"))
+
+
+def test_a_shared_folder_inside_a_hidden_one_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"inside .*home"):
+        Sandbox(hidden=(tmp_path / "home",), shared=(tmp_path / "home" / "cache",))
+
+
+def test_none_runs_commands_as_they_are(tmp_path: Path) -> None:
+    sandbox = Sandbox(mode=SandboxMode.NONE)
+    assert sandbox.command(["echo", "x"], cwd=tmp_path, network=False) == ["echo", "x"]
+    sandbox.check()
+    assert not sandbox.masks(Path("/tmp/x"))
+    assert Sandbox().masks(Path("/tmp/x")) and not Sandbox().masks(Path("/usr/bin/x"))
+
+
+def test_the_sandbox_bench_runs_and_reports_its_added_cost() -> None:
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run([sys.executable, str(root / "bench" / "sandbox.py"), "--steps", "5"],
+                            cwd=root, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "sandbox added cost per agent step at p50" in result.stdout
