@@ -1,8 +1,11 @@
 """`ratchet verify`: plan and run the checks a change calls for, and report the evidence.
 
-Exit status: 0 when every planned check passed (or nothing was planned), 1 when any did not,
-2 for usage or configuration errors (the message goes to stderr). Progress goes to stderr; the
-result (human lines, or one JSON object with `--json`) goes to stdout.
+Exit statuses (named below): 0 when every planned check passed, or only documentation and
+paths in `verify.ignore` changed; 1 when a check did not pass; 2 for a usage, configuration or
+execution error (one line on stderr, nothing left behind); 3 when nothing verifies the change
+(conclusion `neutral`: a change that needs verifying and no check covers it). `--plan-only` and
+`--explain` run nothing and exit 0, 2 or 3 the same way. Progress goes to stderr; the result
+(human lines, or one JSON object with `--json`) goes to stdout.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from verification.changes import (
     checkout,
     default_base,
     diff_stat,
+    merge_base,
     open_repository,
     resolve_revision,
 )
@@ -38,21 +42,30 @@ from verification.config import (
 )
 from verification.evidence import EvidenceBundle, build_bundle, render_markdown
 from verification.execute import CheckResult, execute_plan
+from verification.explain import render_text
 from verification.git import Git, GitError
-from verification.plan import Plan, build_plan
+from verification.plan import Plan, PlanResult, plan_change
 from verification.tree import GitRevisionTree, GitTree, Tree, TreeError
 
 # Exit statuses of `ratchet verify`.
-EXIT_PASSED = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+EXIT_PASSED = 0  # every planned check passed, or nothing needed checking
+EXIT_FAILED = 1  # a check failed, timed out, or could not run (its setup failed)
+EXIT_USAGE = 2  # usage, configuration or execution error: nothing was verified
+EXIT_UNVERIFIED = 3  # nothing verifies this change (conclusion neutral)
 
 EXAMPLES = """\
 examples:
   ratchet verify                          check the working tree against the default branch
   ratchet verify --plan-only --json       print the plan, run nothing
+  ratchet verify --explain                why each check is planned, what covers each file
   ratchet verify --base main --head HEAD  check the commits on this branch
   ratchet verify --bundle out/            also write plan.json, result.json, logs, summary.md
+
+exit status:
+  0  verified: every planned check passed (or only docs / verify.ignore paths changed)
+  1  a check did not pass
+  2  usage, configuration or execution error
+  3  nothing verifies this change: add a check or list the paths in verify.ignore
 """
 
 
@@ -67,6 +80,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--head", help="head revision (default: the working tree, uncommitted too)")
     parser.add_argument("--plan-only", action="store_true", help="print the plan, run nothing")
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="print why each check is planned and which checks cover each changed file; "
+        "run nothing",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     parser.add_argument(
         "--bundle", type=Path, help="write plan.json, result.json, logs and summary.md here"
@@ -77,6 +96,7 @@ def run_verify(args: argparse.Namespace, sandbox: Sandbox) -> int:
     """Run `ratchet verify` with parsed arguments; return the exit status.
 
     Checks run in ``sandbox`` (the repository's code is untrusted: a pull request's, in CI).
+    An empty plan creates no worktree; every error is one line on stderr and status 2.
     """
     try:
         repo = open_repository(args.repo)
@@ -84,28 +104,57 @@ def run_verify(args: argparse.Namespace, sandbox: Sandbox) -> int:
         head = resolve_revision(repo, args.head) if args.head else None
         changed = changed_files(repo, base, head)
         tree: Tree = GitRevisionTree(repo, head) if head else GitTree(repo)
+        start = GitRevisionTree(repo, merge_base(repo, base, head))
         config = _read_config(repo, head)
-        plan = build_plan(changed, tree, config.verify)
-    except (ChangesError, ConfigError, TreeError) as exc:
-        print(f"ratchet verify: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        result = plan_change(changed, tree, config.verify, base=start)
+    except (ChangesError, ConfigError, TreeError, GitError) as exc:
+        return _error(exc)
+    plan = result.plan
     _progress(
         f"{len(changed)} changed files; {len(plan.checks)} checks planned ({plan.sha256[:12]})"
     )
-
+    planned_status = EXIT_UNVERIFIED if plan.nothing_verifies else EXIT_PASSED
+    if args.explain:
+        _print_explanation(result, as_json=args.json)
+        return planned_status
     if args.plan_only:
         if args.json:
             print(json.dumps({"plan": _plan_json(plan)}, sort_keys=True))
         else:
             for check in plan.checks:
                 print(f"{check.key}\t{check.kind}\t{check.command}")
-        return EXIT_PASSED
+        _note_unverified(plan)
+        return planned_status
 
     try:
-        sandbox.check()
-    except SandboxUnavailable as exc:
-        print(f"ratchet verify: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        results, root = _run_checks(repo, head, plan, config, sandbox)
+        bundle = build_bundle(plan, results, diff_stat=diff_stat(repo, base, head), root=root)
+        if args.bundle is not None:
+            bundle = _write_bundle(args.bundle, bundle)
+    except (ChangesError, GitError, SandboxUnavailable, OSError) as exc:
+        return _error(exc)
+    if args.json:
+        print(json.dumps(_result_json(bundle), sort_keys=True))
+    else:
+        for check_result in bundle.results:
+            print(f"{check_result.status:<9} {check_result.key} ({check_result.duration_s:.1f}s)")
+        print(f"conclusion: {bundle.conclusion}")
+    _note_unverified(plan)
+    if bundle.conclusion == "neutral":
+        return EXIT_UNVERIFIED
+    return EXIT_PASSED if bundle.conclusion == "success" else EXIT_FAILED
+
+
+def _run_checks(repo: Git, head: str | None, plan: Plan, config: RepositoryConfig,
+                sandbox: Sandbox) -> tuple[list[CheckResult], str]:
+    """Run the plan's checks in the working tree, or in a temporary worktree of `head`; return
+    the results and the folder they ran in (tools print absolute paths beneath it).
+
+    Nothing to run means no sandbox and no worktree at all.
+    """
+    if plan.is_empty:
+        return [], str(repo.work_tree)
+    sandbox.check()
     network = config.verify.network
 
     def confine(argv: Sequence[str], *, cwd: Path, writable: Sequence[Path]) -> list[str]:
@@ -117,16 +166,30 @@ def run_verify(args: argparse.Namespace, sandbox: Sandbox) -> int:
         assert root is not None
         results = execute_plan(plan, root, on_result=_Progress(len(plan.checks)),
                                confine=confine, env=child_environment(os.environ))
-        bundle = build_bundle(plan, results, diff_stat=diff_stat(repo, base, head), root=str(root))
-    if args.bundle is not None:
-        bundle = _write_bundle(args.bundle, bundle)
-    if args.json:
-        print(json.dumps(_result_json(bundle), sort_keys=True))
+        return results, str(root)
+
+
+def _error(exc: BaseException) -> int:
+    """Report an error as one line on stderr (git's messages span lines) and return 2."""
+    message = " ".join(str(exc).split())
+    print(f"ratchet verify: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _note_unverified(plan: Plan) -> None:
+    if plan.nothing_verifies:
+        shown = ", ".join(plan.unverified[:10]) + (" ..." if len(plan.unverified) > 10 else "")
+        _progress(
+            f"nothing verifies this change ({shown}); add a check in {CONFIG_PATH} or list "
+            "the paths in verify.ignore"
+        )
+
+
+def _print_explanation(result: PlanResult, *, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(result.explanation.to_dict(), sort_keys=True))
     else:
-        for result in bundle.results:
-            print(f"{result.status:<9} {result.key} ({result.duration_s:.1f}s)")
-        print(f"conclusion: {bundle.conclusion}")
-    return EXIT_PASSED if bundle.conclusion == "success" else EXIT_FAILED
+        sys.stdout.write(render_text(result.explanation))
 
 
 class _Progress:
@@ -220,6 +283,8 @@ def _result_json(bundle: EvidenceBundle) -> dict[str, Any]:
             for r in bundle.results
         ],
         "conclusion": bundle.conclusion,
+        **({"reason": bundle.reason, "unverified": list(bundle.plan.unverified)}
+           if bundle.reason else {}),
     }
 
 

@@ -1,32 +1,49 @@
 """Benchmark verification: parallel execution and change-scoped planning.
 
-Prints two ratios, each against a baseline measured in the same run:
+Prints four ratios, each against a baseline measured in the same run:
 (a) wall time of a parallel plan divided by its longest check (target at most 1.2), next to
     the same plan run one check at a time;
 (b) on a generated 20-workspace monorepo, the checks planned for a one-workspace change divided
-    by the checks of the full plan (target at most 1/20).
+    by the checks of the full plan (target at most 1/20);
+(c) on a generated git repository of 1,500 packages and 90,000 files (pnpm and uv workspaces,
+    dependencies between packages), the time to plan a CI change (every workspace: list the
+    tree, read every manifest, plan) divided by the time `git ls-files` takes to list that
+    same working tree, untracked files included as planning lists it (target at most 3);
+(d) that plan time divided by the plan time on a 150-package repository of the same shape
+    (target at most 12: linear growth).
 
-Run with `.venv/bin/python bench/verify.py`; exits 0.
+Run with `.venv/bin/python bench/verify.py`; exits 0. About a minute on 2 cores.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from verification.config import VerifyConfig
 from verification.execute import execute_plan
+from verification.git import Git
 from verification.plan import Plan, PlannedCheck, PlannedWorkspace, build_plan
-from verification.tree import DirectoryTree
+from verification.tree import DirectoryTree, GitTree
 
 # Durations of the benchmark's checks, in seconds: different, like real checks.
 CHECK_SECONDS = (1.0, 0.8, 0.6, 0.5, 0.4, 0.3)
 # Workspaces in the generated monorepo.
 WORKSPACES = 20
+# Packages of the large and the small generated git repositories, and files per package.
+LARGE_PACKAGES = 1500
+SMALL_PACKAGES = 150
+FILES_PER_PACKAGE = 60
+# Timed repetitions; the best is kept (the machine may be busy with other work).
+REPEATS = 7
+# A CI change plans every workspace.
+CI_CHANGE = ".github/workflows/ci.yml"
 
 
 def bench_parallel(root: Path) -> None:
@@ -88,11 +105,123 @@ def bench_planning(root: Path) -> None:
     print(f"    scoped / full        {ratio:.3f}  (target <= {target:.3f}) {verdict}")
 
 
+def write_monorepo(root: Path, packages: int) -> int:
+    """Write a monorepo of `packages` packages: two thirds pnpm packages, one third uv members,
+    each depending on a package of its kind (a tree: package n on package n // 4), with
+    FILES_PER_PACKAGE files each. Returns the number of files written."""
+    node = packages * 2 // 3
+    files: dict[str, str] = {
+        "package.json": json.dumps({"name": "syn", "private": True,
+                                    "packageManager": "pnpm@9.12.0",
+                                    "devDependencies": {"vitest": "^2.1.3"}}),
+        "pnpm-workspace.yaml": "packages:\n  - 'packages/*'\n",
+        "pnpm-lock.yaml": "lockfileVersion: '9.0'\n",
+        "pyproject.toml": '[project]\nname = "syn"\n[tool.uv.workspace]\nmembers = ["py/*"]\n'
+                          '[dependency-groups]\ndev = ["pytest", "ruff"]\n',
+        "uv.lock": "version = 1\n",
+        CI_CHANGE: "on: push\n",
+    }
+    for index in range(packages):
+        if index < node:
+            folder = f"packages/pkg{index:04d}"
+            deps = {f"@syn/pkg{index // 4:04d}": "workspace:*"} if index else {}
+            files[f"{folder}/package.json"] = json.dumps({
+                "name": f"@syn/pkg{index:04d}", "dependencies": deps,
+                "scripts": {"lint": "eslint src", "test": "vitest run", "build": "tsc"},
+            })
+            sources = [f"{folder}/src/module{n}.ts" for n in range(40)]
+            tests = [f"{folder}/tests/module{n}.test.ts" for n in range(FILES_PER_PACKAGE - 41)]
+        else:
+            folder = f"py/pkg{index:04d}"
+            dep = f'"syn-pkg{node + (index - node) // 4:04d}"' if index > node else ""
+            files[f"{folder}/pyproject.toml"] = (
+                f'[project]\nname = "syn-pkg{index:04d}"\ndependencies = [{dep}]\n'
+                f'[tool.uv.sources]\n{dep or "x"} = {{ workspace = true }}\n'
+            )
+            sources = [f"{folder}/src/pkg{index:04d}/module{n}.py" for n in range(40)]
+            tests = [f"{folder}/tests/test_module{n}.py" for n in range(FILES_PER_PACKAGE - 41)]
+        for path in sources + tests:
+            files[path] = "x = 1\n"
+    for path, text in files.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return len(files)
+
+
+def commit_monorepo(root: Path) -> Git:
+    """`git init`, one `git add` and one commit of everything under `root`."""
+    Git(git_dir=None, cwd=root).run("init", "-q", "-b", "main")
+    repo = Git(git_dir=root / ".git", work_tree=root,
+               config=("user.name=bench", "user.email=bench@example.invalid"))
+    repo.run("add", "-A")
+    repo.run("commit", "-q", "-m", "synthetic monorepo")
+    return repo
+
+
+def best_of(function: Callable[[], object]) -> float:
+    """The fastest of REPEATS runs, in seconds."""
+    times = []
+    for _ in range(REPEATS):
+        started = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def bench_large_plan(scratch: Path) -> None:
+    sizes = {}
+    for packages in (LARGE_PACKAGES, SMALL_PACKAGES):
+        root = scratch / f"repo-{packages}"
+        started = time.perf_counter()
+        count = write_monorepo(root, packages)
+        repo = commit_monorepo(root)
+        sizes[packages] = (repo, count, time.perf_counter() - started)
+    config = VerifyConfig()
+
+    def full_plan(repo: Git) -> Plan:
+        return build_plan([CI_CHANGE], GitTree(repo), config)  # a fresh tree: lists and reads
+
+    large, count, built = sizes[LARGE_PACKAGES]
+    small, small_count, _ = sizes[SMALL_PACKAGES]
+    listing = best_of(lambda: large.run("ls-files", "-z", "--cached", "--others",
+                                        "--exclude-standard"))
+    index_only = best_of(lambda: large.run("ls-files", "-z"))
+    planned = full_plan(large)
+    large_s = best_of(lambda: full_plan(large))
+    small_s = best_of(lambda: full_plan(small))
+    one = "packages/pkg0005/src/module1.ts"
+    one_s = best_of(lambda: build_plan([one], GitTree(large), config))
+    one_plan = build_plan([one], GitTree(large), config)
+
+    ratio = large_s / listing
+    growth = large_s / small_s
+    print(f"(c) {LARGE_PACKAGES} packages, {count} files (generated and committed in {built:.1f}s)")
+    print(f"    git ls-files, untracked too  {listing * 1000:7.1f} ms (baseline: the listing a "
+          "working-tree plan makes)")
+    print(f"    git ls-files, index only     {index_only * 1000:7.1f} ms (for reference)")
+    full, scoped = len(planned.checks), len(one_plan.checks)
+    print(f"    full plan (CI change)        {large_s * 1000:7.1f} ms ({full} checks; lists the "
+          "tree, reads every manifest)")
+    print(f"    one-package change           {one_s * 1000:7.1f} ms ({scoped} checks, dependents "
+          "included)")
+    verdict = "ok" if ratio <= 3 else "MISS"
+    print(f"    full plan / git ls-files     {ratio:.2f}  (target <= 3) {verdict}")
+    print(f"    full plan / index-only ls-files {large_s / index_only:.2f}  (for reference)")
+    print(f"(d) {SMALL_PACKAGES} packages, {small_count} files")
+    print(f"    full plan (CI change)        {small_s * 1000:7.1f} ms (baseline)")
+    verdict = "ok" if growth <= 12 else "MISS"
+    print(f"    {LARGE_PACKAGES} / {SMALL_PACKAGES} packages plan time  {growth:.2f}  "
+          f"(target <= 12: linear growth) {verdict}")
+
+
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ratchet-bench-") as scratch:
         bench_parallel(Path(scratch) / "parallel")
     with tempfile.TemporaryDirectory(prefix="ratchet-bench-") as scratch:
         bench_planning(Path(scratch))
+    with tempfile.TemporaryDirectory(prefix="ratchet-bench-") as scratch:
+        bench_large_plan(Path(scratch))
     return 0
 
 

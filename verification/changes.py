@@ -61,6 +61,11 @@ def changed_files(repo: Git, base: str, head: str | None) -> list[str]:
     return sorted(set(tracked) | set(untracked))
 
 
+def merge_base(repo: Git, base: str, head: str | None) -> str:
+    """The commit a change starts from: the merge base of `base` and `head` (HEAD for None)."""
+    return _git(repo, "merge-base", base, head or "HEAD").decode().strip()
+
+
 def diff_stat(repo: Git, base: str, head: str | None) -> str:
     """`git diff --stat` for the same range as `changed_files` (tracked files only)."""
     if head is not None:

@@ -145,9 +145,13 @@ class WorkspaceConfig(_Model):
 
 
 class VerifyConfig(_Model):
-    """The `verify` section: concurrency, default timeout, network, root checks and workspaces.
+    """The `verify` section: concurrency, default timeout, network, root checks, workspaces
+    and the paths deliberately left unverified.
 
-    `network: false` runs the checks without network access.
+    `network: false` runs the checks without network access. `ignore` lists glob patterns
+    (gitignore's reading: `scripts/`, `*.sh`, `tools/**/*.py`) of files no check needs to
+    cover: a change to them alone concludes `success` instead of `neutral` ("nothing verifies
+    this change").
     """
 
     concurrency: int | None = Field(default=None, ge=1)
@@ -155,6 +159,18 @@ class VerifyConfig(_Model):
     network: bool = True
     checks: list[CheckConfig] = []
     workspaces: list[WorkspaceConfig] = []
+    ignore: list[str] = []
+
+    @field_validator("ignore")
+    @classmethod
+    def _relative_patterns(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            text = pattern.strip()
+            if not text or text.startswith("/") or ".." in text.split("/") or "\0" in text:
+                raise ValueError(
+                    f"{pattern!r} must be a glob relative to the repository root, e.g. 'scripts/'"
+                )
+        return [pattern.strip() for pattern in patterns]
 
     @model_validator(mode="after")
     def _consistent(self) -> VerifyConfig:

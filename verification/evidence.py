@@ -22,7 +22,8 @@ from verification.annotations import (
     parse_annotations,
 )
 from verification.execute import CheckResult
-from verification.plan import Plan
+from verification.explain import NOTHING_VERIFIES
+from verification.model import Plan
 
 __all__ = [
     "Annotation",
@@ -44,6 +45,8 @@ ANNOTATION_LIMIT = 1000
 STEP_SUMMARY_LIMIT = 1_000_000
 # Log lines shown per failing check.
 LOG_TAIL_LINES = 60
+# Changed files that no check covers, listed in a summary.
+UNVERIFIED_SHOWN = 50
 
 _STATUS_MARK = {
     "passed": "✅",
@@ -71,10 +74,19 @@ class EvidenceBundle:
 
     @property
     def conclusion(self) -> str:
-        """ "success" when every planned check has a passed result, else "failure"."""
+        """ "success" when every planned check has a passed result, "failure" when one did not,
+        "neutral" when the change needed verifying and nothing was planned: not verified, and
+        never published as verified (`reason` says why)."""
+        if self.plan.nothing_verifies:
+            return "neutral"
         by_key = {result.key: result for result in self.results}
         passed = all(check.key in by_key and by_key[check.key].passed for check in self.plan.checks)
         return "success" if passed else "failure"
+
+    @property
+    def reason(self) -> str | None:
+        """Why the conclusion is neither a pass nor a failure of a check; None otherwise."""
+        return NOTHING_VERIFIES if self.conclusion == "neutral" else None
 
     def annotations(self) -> list[Annotation]:
         """Annotations from the checks that did not pass: their logs and JUnit failures."""
@@ -109,6 +121,8 @@ class EvidenceBundle:
             "artifacts": dict(sorted(self.artifacts.items())),
             "annotations": [_annotation_payload(a) for a in self.annotations()],
             "conclusion": self.conclusion,
+            **({"reason": self.reason, "unverified": list(self.plan.unverified)}
+               if self.reason else {}),
         }
 
     def to_json(self) -> str:
@@ -212,6 +226,8 @@ def fit(text: str, limit: int) -> str:
 
 def _title(bundle: EvidenceBundle) -> str:
     total = len(bundle.plan.checks)
+    if bundle.reason is not None:
+        return bundle.reason[:1].upper() + bundle.reason[1:]
     if total == 0:
         return "No checks planned"
     passed = sum(1 for result in bundle.results if result.passed)
@@ -222,10 +238,23 @@ def _title(bundle: EvidenceBundle) -> str:
 
 def _summary(bundle: EvidenceBundle) -> str:
     lines = [f"Plan `{bundle.plan.sha256[:12]}`: {len(bundle.plan.checks)} checks."]
-    if bundle.plan.is_empty:
+    if bundle.reason is not None:
+        files = bundle.plan.unverified
         lines.append(
-            "\nNo workspace contains a changed file that needs checking (for example, only "
-            "documentation changed), so nothing ran. This is a neutral result."
+            f"\n**Not verified: {bundle.reason}.** No check covers these changed files, so "
+            "nothing ran and the change is not verified:\n"
+        )
+        lines += [f"- `{path}`" for path in files[:UNVERIFIED_SHOWN]]
+        if len(files) > UNVERIFIED_SHOWN:
+            lines.append(f"- ... and {len(files) - UNVERIFIED_SHOWN} more")
+        lines.append(
+            "\nAdd a check that covers them in `.github/ratchet.yml` (`verify.checks` or "
+            "`verify.workspaces`), or list them in `verify.ignore` if they need no verification."
+        )
+    elif bundle.plan.is_empty:
+        lines.append(
+            "\nOnly documentation or paths listed in `verify.ignore` changed, so no check "
+            "needed to run."
         )
     else:
         lines += ["", "| | check | kind | duration | exit | tests |", "|---|---|---|---|---|---|"]
@@ -236,6 +265,9 @@ def _summary(bundle: EvidenceBundle) -> str:
                 f"| {mark} {result.status}{reused} | `{result.key}` | {result.kind} | "
                 f"{result.duration_s:.1f}s | {_text(result.exit_code)} | {_tests(result)} |"
             )
+    if bundle.plan.unverified and bundle.reason is None:
+        shown = ", ".join(f"`{path}`" for path in bundle.plan.unverified[:UNVERIFIED_SHOWN])
+        lines.append(f"\nNo check covers these changed files: {shown}.")
     if bundle.diff_stat.strip():
         stat = _fenced(bundle.diff_stat.strip()[-8000:])
         lines += ["", "<details><summary>Diff stat</summary>", "", stat, "", "</details>"]

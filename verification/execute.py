@@ -2,7 +2,9 @@
 
 Every check runs as `/bin/sh -c <command>` with its workspace folder as cwd and its output
 (stdout and stderr together) captured by a `LogCapture`. A workspace's setup commands run once,
-before its checks; when setup fails, its checks are reported as `error` without running. A
+before its checks, after the setups of the workspaces it `uses` (an install root's install, run
+once for all its members); when a setup fails, the checks waiting for it are reported as
+`error` without running. A
 check past its timeout has its whole process group sent SIGTERM, then SIGKILL, so children it
 spawned die with it. Results reach the caller one at a time, on the caller's own thread, so the
 caller can persist each in a database connection that belongs to that thread.
@@ -17,7 +19,6 @@ Reports are read without following symlinks and with a size cap.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import signal
@@ -35,6 +36,7 @@ from verification.capture import LogCapture
 from verification.files import UnsafePath, read_beneath
 from verification.junit import JUnitError, TestSummary, parse_junit
 from verification.plan import Plan, PlannedCheck
+from verification.process import signal_group, stop_group
 
 logger = logging.getLogger(__name__)
 
@@ -157,6 +159,16 @@ def execute_plan(
         else:
             to_run.setdefault(check.workspace, []).append(check)
     setups = {workspace.path: workspace.setup for workspace in plan.workspaces}
+    # Each workspace runs the setups it uses (an install root's, shared), then its own.
+    chains = {
+        workspace: [u for u in (*_uses(plan, workspace), workspace) if setups.get(u)]
+        for workspace in to_run
+    }
+    timeouts: dict[str, float] = {}
+    for workspace, chain in chains.items():
+        for name in chain:
+            longest = max(check.timeout for check in to_run[workspace])
+            timeouts[name] = max(timeouts.get(name, 0.0), longest)
     order = {check.key: index for index, check in enumerate(plan.checks)}
 
     with (
@@ -167,39 +179,54 @@ def execute_plan(
         ) as pool,
     ):
         runner.scratch = Path(scratch)
-        futures: dict[Future[Any], tuple[str, str, list[PlannedCheck]]] = {}
+        futures: dict[Future[Any], tuple[str, str, int]] = {}  # (what, name, plan order)
+        outcomes: dict[str, CheckResult | None] = {}  # finished setups: None when they passed
+        waiting: dict[str, list[str]] = {}  # running setup -> workspaces waiting for it
 
-        def submit_checks(checks: list[PlannedCheck]) -> None:
-            for check in checks:
-                futures[pool.submit(runner.run_check, check)] = ("check", check.workspace, [check])
+        def advance(workspace: str) -> None:
+            """Start the next setup `workspace` needs, or its checks once all have passed."""
+            chain = chains[workspace]
+            while chain:
+                name = chain[0]
+                if name not in outcomes:
+                    if name not in waiting:
+                        first = min(order[c.key] for c in to_run[workspace])
+                        future = pool.submit(runner.run_setup, name, setups[name], timeouts[name])
+                        futures[future] = ("setup", name, first)
+                    waiting.setdefault(name, []).append(workspace)
+                    return
+                failure = outcomes[name]
+                if failure is not None:
+                    for check in to_run[workspace]:
+                        report(replace(failure, **_identity(check)))
+                    return
+                chain.pop(0)
+            for check in to_run[workspace]:
+                future = pool.submit(runner.run_check, check)
+                futures[future] = ("check", check.key, order[check.key])
 
-        for workspace, checks in to_run.items():
-            setup = setups.get(workspace, ())
-            if setup:
-                timeout = max(check.timeout for check in checks)
-                future = pool.submit(runner.run_setup, workspace, setup, timeout)
-                futures[future] = ("setup", workspace, checks)
-            else:
-                submit_checks(checks)
+        for workspace in to_run:
+            advance(workspace)
         try:
             while futures:
                 done, _ = wait(futures, return_when=FIRST_COMPLETED)
                 # Several can finish together; report those in plan order.
-                for future in sorted(done, key=lambda f: order[futures[f][2][0].key]):
-                    what, workspace, checks = futures.pop(future)
+                for future in sorted(done, key=lambda f: futures[f][2]):
+                    what, name, _ = futures.pop(future)
                     if what == "check":
                         report(future.result())
                         continue
-                    failure = future.result()
-                    if failure is None:
-                        submit_checks(checks)
-                    else:
-                        for check in checks:
-                            report(replace(failure, **_identity(check)))
+                    outcomes[name] = future.result()
+                    for workspace in waiting.pop(name, []):
+                        advance(workspace)
         except BaseException:
             runner.stop_all()
             raise
     return [results[check.key] for check in plan.checks]
+
+
+def _uses(plan: Plan, workspace: str) -> tuple[str, ...]:
+    return next((w.uses for w in plan.workspaces if w.path == workspace), ())
 
 
 def _identity(check: PlannedCheck) -> dict[str, str]:
@@ -298,7 +325,7 @@ class _Runner:
         with self._lock:
             live = list(self._live)
         for process in live:
-            _signal_group(process, signal.SIGKILL)
+            signal_group(process.pid, signal.SIGKILL)
 
     def _run(
         self, command: str, cwd: Path, env: Mapping[str, str], timeout: float, capture: LogCapture
@@ -328,14 +355,9 @@ class _Runner:
             exit_code = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _signal_group(process, signal.SIGTERM)
-            try:
-                exit_code = process.wait(timeout=KILL_GRACE_S)
-            except subprocess.TimeoutExpired:
-                _signal_group(process, signal.SIGKILL)
-                exit_code = process.wait()
+            exit_code = stop_group(process, grace=KILL_GRACE_S)
         # Whatever the check left running in the background must not outlive it.
-        _signal_group(process, signal.SIGKILL)
+        signal_group(process.pid, signal.SIGKILL)
         reader.join(timeout=DRAIN_TIMEOUT_S)
         process.stdout.close()
         with self._lock:
@@ -359,11 +381,6 @@ def _pump(stream: IO[bytes], capture: LogCapture) -> None:
             capture.write(chunk)
     except (OSError, ValueError):
         pass  # the pipe was closed after the process group was killed
-
-
-def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is already gone
-        os.killpg(process.pid, sig)
 
 
 def _mtime(root: Path, relative: str | None) -> int | None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,8 +172,13 @@ class Git:
         return self(*args, env=env).decode("utf-8", "replace").strip()
 
     def paths(self, *args: str) -> list[str]:
-        """Run a ``-z`` git listing; return its NUL-separated paths decoded losslessly."""
-        return [os.fsdecode(name) for name in self(*args).split(b"\0") if name]
+        """Run a ``-z`` git listing; return its NUL-separated paths decoded losslessly.
+
+        Decoded in one call, as ``os.fsdecode`` would each name (NUL is ASCII, so no character
+        spans two names): a listing of 100,000 paths costs milliseconds, not a loop.
+        """
+        out = self(*args).decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+        return [name for name in out.split("\0") if name]
 
 
 def install_neutral_attributes(git_dir: Path) -> None:

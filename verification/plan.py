@@ -1,251 +1,221 @@
 """The verification plan: which checks to run for a change, as canonical, hashable data.
 
 Pure: `build_plan` reads the repository only through the `Tree` protocol, so the same changed
-files, tree and config always give the same plan and the same sha256.
+files, tree and config always give the same plan and the same sha256. The steps, each in its
+own module:
 
-Rules, in order:
-1. A change to a file that shapes every build (CI workflows, `.github/ratchet.yml`, root
-   manifests and lockfiles, toolchain files) plans every workspace.
-2. Documentation files plan nothing.
-3. Any other file plans the nearest workspace containing it (a folder with a manifest, or one the
-   config names); a file outside every workspace plans nothing.
+1. `index`: one pass over the tree's paths keeps the files planning reacts to.
+2. `workspaces`: membership from the ecosystems' declarations (pnpm, npm, yarn, uv, Cargo,
+   go.work); manifests in fixture and template folders that nothing declares are test data.
+3. `select` (with `graph` and `lockfiles`): which workspaces each changed file concerns, and
+   every workspace depending on them, transitively.
+4. `runners`: each selected workspace's own commands; a workspace root's runner covers the
+   members that have no command of that kind (its root vitest config, its root `tests/`);
+   the install a fresh worktree needs becomes the install root's setup.
+
 A workspace the config names (the root through `verify.checks`, others through
-`verify.workspaces`) runs its configured checks; other workspaces run detected ones.
+`verify.workspaces`) runs its configured checks instead of detected ones. A changed file that
+is not documentation, not in `verify.ignore`, and that no planned check covers is listed in
+`Plan.unverified`: a plan with no checks and such files concludes `neutral`, never `success`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
-from posixpath import basename, normpath, splitext
-from typing import Any
-from urllib.parse import quote, quote_from_bytes, unquote_to_bytes
+from dataclasses import dataclass
+from posixpath import normpath
 
-from verification.config import CONFIG_PATH, CheckConfig, VerifyConfig, WorkspaceConfig
-from verification.detect import MANIFESTS, detect_checks, find_manifests, find_workspaces, owner
+from verification.checks import DetectedCheck
+from verification.config import CheckConfig, VerifyConfig, WorkspaceConfig
+from verification.explain import Explanation, FileCoverage
 from verification.files import printable_path
+from verification.graph import build_graph
+from verification.index import RepoIndex
+from verification.manifests import Manifests
+from verification.model import Plan, PlannedCheck, PlannedWorkspace, shown
+from verification.runners import Runners
+from verification.select import Selection, is_documentation, is_global_file, select
 from verification.tree import Tree
+from verification.workspaces import Layout, find_layout
 
-# Folders whose files configure CI for the whole repository.
-GLOBAL_FOLDERS = (".github/workflows/", ".github/actions/", ".circleci/", ".ci/", ".buildkite/")
+__all__ = [
+    "Plan",
+    "PlanResult",
+    "PlannedCheck",
+    "PlannedWorkspace",
+    "build_plan",
+    "is_documentation",
+    "is_global_file",
+    "plan_change",
+]
 
-# Files at the repository root that change how every workspace builds: manifests, lockfiles,
-# toolchain pins and shared build or lint configuration.
-GLOBAL_ROOT_FILES = MANIFESTS | {
-    "package-lock.json", "npm-shrinkwrap.json", "pnpm-lock.yaml", "pnpm-workspace.yaml",
-    "yarn.lock", ".yarnrc.yml", ".npmrc", "go.sum", "go.work", "go.work.sum", "Cargo.lock",
-    "uv.lock", "poetry.lock", "Pipfile", "Pipfile.lock", "requirements.txt",
-    "requirements-dev.txt", "constraints.txt", ".python-version", ".nvmrc", ".node-version",
-    ".tool-versions", "rust-toolchain", "rust-toolchain.toml", ".go-version", "Makefile",
-    "tox.ini", "noxfile.py", "ruff.toml", ".ruff.toml", "mypy.ini", "tsconfig.json",
-    "tsconfig.base.json", ".gitlab-ci.yml", ".pre-commit-config.yaml",
-}  # fmt: skip
-
-# Documentation: a change to these alone plans nothing.
-DOC_SUFFIXES = frozenset({".md", ".markdown", ".rst", ".adoc"})
-DOC_NAMES = frozenset({"LICENSE", "LICENSE.txt", "COPYING", "NOTICE", "AUTHORS", "CODEOWNERS"})
-
-# Order of detected checks inside a workspace: fast feedback first.
-_KIND_ORDER = {"lint": 0, "format": 1, "typecheck": 2, "test": 3, "build": 4, "custom": 5}
+# Kinds of check a workspace root's runner runs for members that have none of their own.
+ROOT_COVERED_KINDS = ("lint", "typecheck", "test")
 
 
 @dataclass(frozen=True)
-class PlannedCheck:
-    """One check to run: a shell command in a workspace folder, with its timeout."""
+class PlanResult:
+    """A plan and the explanation of it."""
 
-    id: str
-    workspace: str
-    kind: str
-    command: str
-    timeout: float
-    junit: str | None
-
-    @property
-    def key(self) -> str:
-        """Unique within a plan: the id, prefixed by the workspace outside the root."""
-        return self.id if self.workspace == "." else f"{self.workspace}:{self.id}"
-
-    @property
-    def log_name(self) -> str:
-        """The key percent-encoded, for `verification/<log_name>.log`: a root check keeps its
-        id (ids are already file-safe), and no two keys share a name (a root `web-test` and a
-        `web` workspace's `test` are `web-test` and `web%3Atest`)."""
-        return quote(self.key, safe="")
+    plan: Plan
+    explanation: Explanation
 
 
-@dataclass(frozen=True)
-class PlannedWorkspace:
-    """A workspace with at least one planned check, and the setup commands run before them."""
-
-    path: str
-    setup: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Plan:
-    """Workspaces and checks to run, and how many checks may run at once."""
-
-    workspaces: tuple[PlannedWorkspace, ...]
-    checks: tuple[PlannedCheck, ...]
-    concurrency: int | None  # None: as many as the executing machine has cores
-    # Workspaces whose folder names are not UTF-8: (shown name, the name's bytes
-    # percent-encoded). Everywhere else the plan holds the shown name (bytes as \xNN).
-    locations: tuple[tuple[str, str], ...] = ()
-
-    def folder(self, workspace: str) -> str:
-        """The real folder of a workspace, relative to the root (``os.fsdecode`` form)."""
-        for shown, encoded in self.locations:
-            if shown == workspace:
-                return os.fsdecode(unquote_to_bytes(encoded))
-        return workspace
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.checks
-
-    @property
-    def sha256(self) -> str:
-        return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()
-
-    def to_dict(self) -> dict[str, Any]:
-        locations = {"locations": [list(pair) for pair in self.locations]} if self.locations else {}
-        return {
-            **locations,
-            "concurrency": self.concurrency,
-            "workspaces": [{"path": w.path, "setup": list(w.setup)} for w in self.workspaces],
-            "checks": [
-                {
-                    "id": c.id,
-                    "workspace": c.workspace,
-                    "kind": c.kind,
-                    "command": c.command,
-                    "timeout": float(c.timeout),
-                    "junit": c.junit,
-                }
-                for c in self.checks
-            ],
-        }
-
-    def to_json(self) -> str:
-        """Canonical JSON: sorted keys, no insignificant whitespace, ASCII only."""
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Plan:
-        return cls(
-            workspaces=tuple(
-                PlannedWorkspace(path=w["path"], setup=tuple(w["setup"]))
-                for w in data["workspaces"]
-            ),
-            checks=tuple(
-                PlannedCheck(
-                    id=c["id"],
-                    workspace=c["workspace"],
-                    kind=c["kind"],
-                    command=c["command"],
-                    timeout=float(c["timeout"]),
-                    junit=c["junit"],
-                )
-                for c in data["checks"]
-            ),
-            concurrency=None if data["concurrency"] is None else int(data["concurrency"]),
-            locations=tuple((shown, encoded) for shown, encoded in data.get("locations", ())),
-        )
-
-    @classmethod
-    def from_json(cls, text: str) -> Plan:
-        return cls.from_dict(json.loads(text))
-
-
-def build_plan(changed_files: Iterable[str], tree: Tree, config: VerifyConfig) -> Plan:
+def build_plan(
+    changed_files: Iterable[str], tree: Tree, config: VerifyConfig, *, base: Tree | None = None
+) -> Plan:
     """Plan the checks that `changed_files` call for (see the module docstring for the rules).
 
-    `concurrency` is the config's value; unset, it stays None so the plan (and its hash) does
-    not depend on the machine, and the executor uses the cores of the one it runs on.
+    `base` is the tree the change starts from; with it, a changed lockfile selects only the
+    workspaces whose resolved dependencies changed. `concurrency` is the config's value;
+    unset, it stays None so the plan (and its hash) does not depend on the machine.
     """
-    all_paths = sorted(set(tree.paths()))
+    return plan_change(changed_files, tree, config, base=base).plan
+
+
+def plan_change(
+    changed_files: Iterable[str], tree: Tree, config: VerifyConfig, *, base: Tree | None = None
+) -> PlanResult:
+    """`build_plan`, with the explanation `ratchet verify --explain` prints."""
     changed = sorted({normpath(path.strip()) for path in changed_files if path.strip()})
-    manifests = find_manifests(all_paths)
+    index = RepoIndex.from_paths(tree.paths())
+    manifests = Manifests(tree)
     configured = _configured_workspaces(config)
-    workspaces = find_workspaces(manifests, tree) | set(configured)
-
-    if any(is_global_file(path) for path in changed):
-        selected = set(workspaces)
-    else:
-        owners = (owner(path, workspaces) for path in changed if not is_documentation(path))
-        selected = {folder for folder in owners if folder is not None}
-
-    members: dict[str, list[str]] = {}
-    for path in all_paths:
-        folder = owner(path, workspaces)
-        if folder in selected:
-            members.setdefault(folder, []).append(path)
-
-    planned_workspaces: list[PlannedWorkspace] = []
-    checks: list[PlannedCheck] = []
-    for folder in sorted(s for s in selected if s is not None):
-        if folder in configured:
-            entry = configured[folder]
-            workspace_checks = [_configured_check(folder, c, config) for c in entry.checks]
-            setup = tuple(entry.setup)
-        else:
-            detected = detect_checks(
-                folder,
-                manifests.get(folder, set()),
-                members.get(folder, []),
-                tree,
-                all_paths=frozenset(all_paths),
-                nested=_nested(folder, workspaces),
-            )
-            detected.sort(key=lambda c: _KIND_ORDER.get(c.kind, len(_KIND_ORDER)))
-            workspace_checks = [
-                PlannedCheck(d.id, folder, d.kind, d.command, float(config.timeout), None)
-                for d in detected
-            ]
-            setup = ()
-        if workspace_checks:
-            planned_workspaces.append(PlannedWorkspace(folder, setup))
-            checks.extend(workspace_checks)
-    return _shown(Plan(tuple(planned_workspaces), tuple(checks), config.concurrency))
+    layout = find_layout(index, manifests, configured=configured)
+    needs_graph = not all(is_global_file(p) or is_documentation(p) for p in changed)
+    graph = build_graph(layout, manifests) if needs_graph else None
+    selection = select(changed, layout, manifests, config, base=base, graph=graph)
+    assembly = _Assembly(layout, Runners(layout, index, manifests), configured, config)
+    assembly.add_selected(selection)
+    assembly.add_root_runners(selection)
+    plan, reasons = assembly.finish(selection)
+    return PlanResult(plan, Explanation(plan, reasons, _coverage(changed, selection, plan, reasons),
+                                        dict(layout.skipped)))
 
 
-def _shown(plan: Plan) -> Plan:
-    """Names that are not UTF-8 (surrogate escapes from ``os.fsdecode``) become their shown
-    form, ``\\xNN`` for each byte, so the plan can be stored and printed; ``locations`` keeps
-    the real bytes for the executor."""
-    renamed = {w.path: printable_path(w.path) for w in plan.workspaces
-               if printable_path(w.path) != w.path}
-    if not renamed:
-        return plan
-    return Plan(
-        tuple(replace(w, path=renamed.get(w.path, w.path)) for w in plan.workspaces),
-        tuple(replace(c, workspace=renamed.get(c.workspace, c.workspace)) for c in plan.checks),
-        plan.concurrency,
-        tuple(sorted((shown, quote_from_bytes(os.fsencode(real), safe=""))
-                     for real, shown in renamed.items())),
+class _Assembly:
+    """Collects the checks of selected workspaces, with the reasons behind each check."""
+
+    def __init__(self, layout: Layout, runners: Runners, configured: dict[str, WorkspaceConfig],
+                 config: VerifyConfig) -> None:
+        self.layout = layout
+        self.runners = runners
+        self.configured = configured
+        self.config = config
+        self.checks: dict[str, list[tuple[PlannedCheck, DetectedCheck | None]]] = {}
+        self.reasons: dict[str, dict[str, tuple[str, ...]]] = {}
+
+    def add_selected(self, selection: Selection) -> None:
+        everything = bool(selection.global_files)
+        names = sorted(self.layout.workspaces) if everything else sorted(selection.reasons)
+        for workspace in names:
+            because = dict(selection.reasons.get(workspace, {}))
+            for file in selection.global_files:
+                because.setdefault(file, ("shapes every build",))
+            for check, detected in self._workspace_checks(workspace):
+                self._add(check, detected, _concerning(because, detected, selection))
+
+    def add_root_runners(self, selection: Selection) -> None:
+        """A member with no lint, typecheck or test command of an ecosystem is covered by its
+        workspace root's command of that kind (a root vitest config, a root `tests/` run with
+        `uv run pytest`): the root's check runs for the member's changes."""
+        for workspace in sorted(self.checks.keys() | selection.reasons.keys()):
+            if workspace in self.configured or workspace not in self.layout.workspaces:
+                continue
+            because = selection.reasons.get(workspace, {})
+            if not because:
+                continue
+            own = [d for _, d in self._workspace_checks(workspace) if d is not None]
+            for ecosystem, root in self.layout.workspaces[workspace].roots:
+                have = {d.kind for d in own if d.ecosystem is ecosystem}
+                for kind in ROOT_COVERED_KINDS:
+                    if kind in have:
+                        continue
+                    step = (f"{workspace} has no {kind} command of its own; the {ecosystem} "
+                            f"workspace root {root} runs it")
+                    for check, detected in self._workspace_checks(root):
+                        if check.kind == kind and (detected is None or
+                                                   detected.ecosystem is ecosystem):
+                            covered = _concerning(because, detected, selection)
+                            self._add(check, detected, {f: (*s, step) for f, s in covered.items()})
+
+    def finish(self, selection: Selection) -> tuple[Plan, dict[str, dict[str, tuple[str, ...]]]]:
+        planned: list[PlannedCheck] = []
+        setups: dict[str, list[str]] = {}
+        uses: dict[str, set[str]] = {}
+        for workspace in sorted(self.checks):
+            entries = self.checks[workspace]
+            planned += [check for check, _ in entries]
+            if workspace in self.configured:
+                setups.setdefault(workspace, []).extend(self.configured[workspace].setup)
+                continue
+            setups.setdefault(workspace, [])
+            for ecosystem in sorted({d.ecosystem for _, d in entries if d is not None}):
+                root = self.layout.install_root(workspace, ecosystem)
+                command = self.runners.install(root, ecosystem)
+                if command is None:
+                    continue
+                commands = setups.setdefault(root, [])
+                if command not in commands:
+                    commands.append(command)
+                if root != workspace:
+                    uses.setdefault(workspace, set()).add(root)
+        workspaces = tuple(
+            PlannedWorkspace(path, tuple(setups[path]), tuple(sorted(uses.get(path, ()))))
+            for path in sorted(setups)
+            if path in self.checks or setups[path]
+        )
+        plan = Plan(workspaces, tuple(planned), self.config.concurrency)
+        covered = {f for because in self.reasons.values() for f in because}
+        unverified = tuple(
+            path for path, status in sorted(selection.files.items())
+            if status.kind not in ("ignored", "documentation") and path not in covered
+        )
+        # Explained under the names the plan shows (bytes that are not UTF-8 as \xNN).
+        reasons = {printable_path(key): because for key, because in self.reasons.items()}
+        return shown(Plan(plan.workspaces, plan.checks, plan.concurrency, (), unverified)), reasons
+
+    def _workspace_checks(self, workspace: str) -> list[tuple[PlannedCheck, DetectedCheck | None]]:
+        if workspace in self.configured:
+            entry = self.configured[workspace]
+            return [(_configured_check(workspace, c, self.config), None) for c in entry.checks]
+        timeout = float(self.config.timeout)
+        return [(PlannedCheck(d.id, workspace, d.kind, d.command, timeout, None), d)
+                for d in self.runners.checks(workspace)]
+
+    def _add(self, check: PlannedCheck, detected: DetectedCheck | None,
+             because: dict[str, tuple[str, ...]]) -> None:
+        if not because:
+            return
+        known = self.reasons.get(check.key)
+        if known is None:
+            self.checks.setdefault(check.workspace, []).append((check, detected))
+            known = self.reasons[check.key] = {}
+        for file, steps in because.items():
+            known.setdefault(file, steps)
+
+
+def _concerning(because: dict[str, tuple[str, ...]], detected: DetectedCheck | None,
+                selection: Selection) -> dict[str, tuple[str, ...]]:
+    """The reasons that apply to a check: a file that concerns one ecosystem only selects
+    that ecosystem's detected checks (configured checks run for any file)."""
+    if detected is None:
+        return because
+    return {f: s for f, s in because.items()
+            if selection.only.get(f, detected.ecosystem) is detected.ecosystem}
+
+
+def _coverage(changed: list[str], selection: Selection, plan: Plan,
+              reasons: dict[str, dict[str, tuple[str, ...]]]) -> tuple[FileCoverage, ...]:
+    by_file: dict[str, list[str]] = {}
+    for check in plan.checks:
+        for file in reasons.get(check.key, {}):
+            by_file.setdefault(file, []).append(check.key)
+    return tuple(
+        FileCoverage(path, selection.files[path].kind, selection.files[path].detail,
+                     tuple(by_file.get(path, ())))
+        for path in changed
     )
-
-
-def is_global_file(path: str) -> bool:
-    """True for files whose change may affect how every workspace builds or is verified."""
-    if path == CONFIG_PATH or path.startswith(GLOBAL_FOLDERS):
-        return True
-    return "/" not in path and path in GLOBAL_ROOT_FILES
-
-
-def is_documentation(path: str) -> bool:
-    """True for documentation files, which never call for a check on their own."""
-    name = basename(path)
-    return splitext(name)[1].lower() in DOC_SUFFIXES or name in DOC_NAMES
-
-
-def _nested(folder: str, workspaces: set[str]) -> list[str]:
-    """Workspaces inside `folder`, relative to it, sorted."""
-    prefix = "" if folder == "." else folder + "/"
-    return sorted(w[len(prefix) :] for w in workspaces if w != folder and w.startswith(prefix))
 
 
 def _configured_workspaces(config: VerifyConfig) -> dict[str, WorkspaceConfig]:

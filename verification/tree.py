@@ -10,11 +10,12 @@ through `verification.git` with the repository named explicitly.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
 
-from verification.files import UnsafePath, read_beneath
+from verification.files import UnsafePath, read_beneath, read_many_beneath
 from verification.git import Git, GitError, discover
 
 # Folders that hold tools' caches or installed dependencies, never a workspace of the project.
@@ -53,6 +54,9 @@ class DirectoryTree:
     def read_text(self, path: str) -> str | None:
         return _read(self.root, path)
 
+    def read_many(self, paths: Iterable[str]) -> dict[str, str | None]:
+        return _read_many(self.root, paths)
+
 
 class GitTree:
     """The files of a git working tree: tracked ones plus untracked files git does not ignore.
@@ -77,13 +81,18 @@ class GitTree:
 
     def paths(self) -> Iterable[str]:
         if self._paths is None:
-            self._paths = sorted(set(_list(
+            # In git's order, each path once (an unmerged path is listed once per stage).
+            self._paths = list(dict.fromkeys(_list(
                 self.git, "ls-files", "-z", "--cached", "--others", "--exclude-standard"
             )))
         return self._paths
 
     def read_text(self, path: str) -> str | None:
         return _read(self.root, path)
+
+    def read_many(self, paths: Iterable[str]) -> dict[str, str | None]:
+        """`read_text` for many paths, each folder opened once (`read_many_beneath`)."""
+        return _read_many(self.root, paths)
 
 
 class GitRevisionTree:
@@ -93,11 +102,24 @@ class GitRevisionTree:
         self.git = git
         self.revision = revision
         self._paths: list[str] | None = None
+        self._blobs: dict[str, str] = {}  # path -> blob id, from the same listing
 
     def paths(self) -> Iterable[str]:
         if self._paths is None:
-            self._paths = sorted(_list(self.git, "ls-tree", "-r", "-z", "--name-only",
-                                       self.revision))
+            # With object ids, so `read_many` asks for blobs by id: by `REV:path`, git would
+            # walk (and inflate) every tree on the way again for each file. Path and id are
+            # NUL-separated like the entries, so one split parses 100,000 entries.
+            try:
+                out = self.git("ls-tree", "-r", "-z", "--full-tree",
+                               "--format=%(path)%x00%(objectname)", self.revision)
+            except GitError:  # git before 2.36 has no --format: names only
+                self._paths = _list(self.git, "ls-tree", "-r", "-z", "--name-only",
+                                    "--full-tree", self.revision)
+                return self._paths
+            fields = out.decode(sys.getfilesystemencoding(),
+                                sys.getfilesystemencodeerrors()).split("\0")[:-1]
+            self._paths = fields[0::2]
+            self._blobs = dict(zip(fields[0::2], fields[1::2], strict=True))
         return self._paths
 
     def read_bytes(self, path: str) -> bytes | None:
@@ -107,13 +129,57 @@ class GitRevisionTree:
         return result.stdout if result.returncode == 0 else None
 
     def read_text(self, path: str) -> str | None:
-        data = self.read_bytes(path)
-        if data is None or len(data) > MAX_READ_BYTES:
-            return None
+        return _text(self.read_bytes(path))
+
+    def read_many(self, paths: Iterable[str]) -> dict[str, str | None]:
+        """Read many files with one `git cat-file --batch` process (a plan reads every manifest
+        of a monorepo: one process per file would cost seconds). A blob over `MAX_READ_BYTES`
+        reads as None, like `read_text`, and so does a path that is not a file there."""
+        self.paths()
+        found: dict[str, str | None] = {path: None for path in paths}
+        # By id where the listing gave one; else by name (a name git can take on one line).
+        wanted = [(path, self._blobs.get(path) or f"{self.revision}:{path}") for path in found
+                  if "\n" not in path and "\r" not in path]
+        if not wanted:
+            return found
+        request = "".join(f"{name}\n" for _, name in wanted).encode("utf-8", "surrogateescape")
         try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
+            out = self.git("cat-file", "--batch", input=request)
+        except GitError as exc:
+            raise TreeError(f"{exc}; check that the repository is intact") from exc
+        offset = 0
+        for path, _ in wanted:
+            end = out.find(b"\n", offset)
+            header = out[offset:end].split(b" ")
+            offset = end + 1
+            missing = header[-1] in (b"missing", b"ambiguous")  # no content follows
+            if end == -1 or (not missing and len(header) != 3):
+                raise TreeError(f"git cat-file --batch answered {out[:200]!r} in "
+                                f"{self.git.git_dir}; check that git works there")
+            if missing:
+                continue
+            kind, size = header[1], int(header[2])
+            if kind == b"blob" and size <= MAX_READ_BYTES:
+                found[path] = _text(out[offset : offset + size])
+            offset += size + 1  # the content and its newline
+        return found
+
+
+def read_texts(tree: Tree, paths: Iterable[str]) -> dict[str, str | None]:
+    """The text of each path, read in one batch where the tree can (see `read_many`)."""
+    read_many = getattr(tree, "read_many", None)
+    if callable(read_many):
+        return dict(read_many(paths))
+    return {path: tree.read_text(path) for path in paths}
+
+
+def _text(data: bytes | None) -> str | None:
+    if data is None or len(data) > MAX_READ_BYTES:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def _read(root: Path, path: str) -> str | None:
@@ -121,6 +187,21 @@ def _read(root: Path, path: str) -> str | None:
         return read_beneath(root, path, limit=MAX_READ_BYTES).decode("utf-8")
     except (UnsafePath, OSError, UnicodeDecodeError):
         return None
+
+
+def _read_many(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
+    wanted = list(paths)
+    try:
+        found = read_many_beneath(root, wanted, limit=MAX_READ_BYTES)
+    except OSError:  # the folder itself, or a read failing midway: one file at a time
+        return {path: _read(root, path) for path in wanted}
+    texts: dict[str, str | None] = {}
+    for path, data in found.items():
+        try:
+            texts[path] = None if isinstance(data, UnsafePath) else data.decode("utf-8")
+        except UnicodeDecodeError:
+            texts[path] = None
+    return texts
 
 
 def _list(git: Git, *args: str) -> list[str]:

@@ -185,3 +185,70 @@ def test_through_the_ratchet_command(monorepo: Path) -> None:
     assert run.returncode == 0, run.stderr
     document = json.loads(run.stdout)
     assert [(r["workspace"], r["status"]) for r in document["results"]] == [("web", "passed")]
+
+
+def test_a_change_nothing_verifies_exits_3_with_a_neutral_conclusion(
+    monorepo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    on_branch(monorepo, {"tools/deploy.sh": "#!/bin/sh\necho deploy\n"})
+    code, out, err = verify(capsys, "--repo", str(monorepo), "--json")
+    assert code == 3
+    document = json.loads(out)
+    assert (document["conclusion"], document["reason"], document["unverified"]) == (
+        "neutral", "nothing verifies this change", ["tools/deploy.sh"]
+    )
+    assert document["results"] == []
+    assert "nothing verifies this change (tools/deploy.sh)" in err
+    code, _, _ = verify(capsys, "--repo", str(monorepo), "--plan-only")
+    assert code == 3
+    # Declared unverified on purpose (on main, so the config is no change): a success with
+    # nothing to run.
+    git(monorepo, "checkout", "-q", "main")
+    write(monorepo, {".github/ratchet.yml": "verify:\n  ignore: ['tools/']\n"})
+    git(monorepo, "add", "-A")
+    git(monorepo, "commit", "-qm", "ignore tools")
+    git(monorepo, "checkout", "-q", "feature")
+    git(monorepo, "merge", "-q", "--no-edit", "main")
+    code, out, _ = verify(capsys, "--repo", str(monorepo), "--json")
+    assert (code, json.loads(out)["conclusion"]) == (0, "success")
+
+
+def test_explain_says_why_each_check_runs_and_what_covers_each_file(
+    monorepo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(monorepo, {"services/api/app_api.py": "def add(a, b):\n    return b + a\n"})
+    write(monorepo, {"services/api/NOTES.md": "notes\n", "tools/x.sh": "true\n"})
+    code, out, _ = verify(capsys, "--repo", str(monorepo), "--explain")
+    assert code == 0  # a check covers the change; tools/x.sh is reported, not verified
+    assert "services/api:pytest  (python -m pytest" in out
+    assert "    services/api/app_api.py: in services/api\n" in out
+    assert "  services/api/app_api.py: services/api:pytest\n" in out
+    assert "  services/api/NOTES.md: documentation (nothing to check)\n" in out
+    assert "  tools/x.sh: NOTHING VERIFIES THIS CHANGE (in no workspace)" in out
+    code, out, _ = verify(capsys, "--repo", str(monorepo), "--explain", "--json")
+    files = {f["path"]: f["checks"] for f in json.loads(out)["files"]}
+    assert files == {"services/api/NOTES.md": [], "services/api/app_api.py":
+                     ["services/api:pytest"], "tools/x.sh": []}
+
+
+def test_a_failing_worktree_exits_2_in_one_line_leaving_nothing_behind(
+    monorepo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(scratch))
+    on_branch(monorepo, {"services/api/app_api.py": "def add(a, b):\n    return b + a\n"})
+    (monorepo / ".git" / "worktrees").write_text("")  # git cannot register a worktree
+    code, out, err = verify(capsys, "--repo", str(monorepo), "--base", "main", "--head", "feature")
+    assert (code, out) == (2, "")
+    [message] = [line for line in err.splitlines() if "checks planned" not in line]
+    assert message.startswith("ratchet verify: git worktree add ") and "Not a directory" in message
+    assert list(scratch.iterdir()) == []
+    # An empty plan needs no worktree at all: a documentation change still concludes.
+    git(monorepo, "checkout", "-q", "-b", "docs", "main")
+    write(monorepo, {"README.md": "# monorepo\n\nwords\n"})
+    git(monorepo, "commit", "-qam", "docs")
+    code, out, _ = verify(capsys, "--repo", str(monorepo), "--base", "main", "--head", "docs")
+    assert (code, out.strip()) == (0, "conclusion: success")
+    assert list(scratch.iterdir()) == []

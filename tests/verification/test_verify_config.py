@@ -133,3 +133,9 @@ def test_duplicate_workspaces_are_refused() -> None:
     error = error_for(text)
     assert error.field == "verify"
     assert "workspace 'a' is listed twice" in str(error)
+
+
+def test_ignore_patterns_must_stay_inside_the_repository() -> None:
+    error = error_for("verify:\n  ignore:\n    - scripts/\n    - ../elsewhere/*.sh\n")
+    assert (error.line, error.field) == (2, "verify.ignore")
+    assert "'../elsewhere/*.sh' must be a glob relative to the repository root" in str(error)

@@ -148,14 +148,29 @@ def test_ten_megabyte_log_and_500_annotations_fit_a_check_run() -> None:
     assert "bytes not shown" in output.text
 
 
-def test_empty_plan_is_a_neutral_success() -> None:
+def test_empty_plan_for_documentation_is_a_success() -> None:
     bundle = build_bundle(Plan((), (), 2), [])
     assert bundle.conclusion == "success"
+    assert bundle.reason is None
     output = render_check_run(bundle)
     assert output.title == "No checks planned"
-    assert "neutral" in output.summary
+    assert "no check needed to run" in output.summary
     assert output.annotation_batches == []
-    assert json.loads(bundle.to_json())["conclusion"] == "success"
+    assert "reason" not in json.loads(bundle.to_json())
+
+
+def test_empty_plan_with_unverified_files_is_neutral_never_success() -> None:
+    bundle = build_bundle(Plan((), (), 2, unverified=("scripts/release.sh",)), [])
+    assert bundle.conclusion == "neutral"
+    assert bundle.reason == "nothing verifies this change"
+    output = render_check_run(bundle)
+    assert output.title == "Nothing verifies this change"
+    assert "`scripts/release.sh`" in output.summary
+    assert "verify.ignore" in output.summary
+    document = json.loads(bundle.to_json())
+    assert (document["conclusion"], document["reason"], document["unverified"]) == (
+        "neutral", "nothing verifies this change", ["scripts/release.sh"]
+    )
 
 
 def test_conclusion_needs_every_planned_check_passed() -> None:

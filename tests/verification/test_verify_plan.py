@@ -43,10 +43,17 @@ def test_ci_workflow_change_plans_every_workspace(monorepo: Path) -> None:
     }
 
 
-def test_root_lockfile_and_ratchet_config_plan_every_workspace(monorepo: Path) -> None:
+def test_ratchet_config_plans_every_workspace_and_shared_files_their_ecosystem(
+    monorepo: Path,
+) -> None:
     everything = build_plan([".github/workflows/ci.yml"], git_tree(monorepo), CONFIG)
-    for path in ["package-lock.json", ".python-version", ".github/ratchet.yml"]:
-        assert build_plan([path], git_tree(monorepo), CONFIG) == everything, path
+    assert build_plan([".github/ratchet.yml"], git_tree(monorepo), CONFIG) == everything
+    python = build_plan([".python-version"], git_tree(monorepo), CONFIG)
+    assert planned(python) == planned(everything) - {"web:node-test"}
+    # No workspace installs from a root package-lock.json (web has its own): nothing
+    # verifies it, and the plan says so instead of passing silently.
+    stray = build_plan(["package-lock.json"], git_tree(monorepo), CONFIG)
+    assert (stray.checks, stray.unverified) == ((), ("package-lock.json",))
 
 
 def test_documentation_change_plans_nothing(monorepo: Path) -> None:

@@ -1,0 +1,24 @@
+"""A check that a workspace's own files imply, before the plan gives it a timeout."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verification.workspaces import Ecosystem
+
+# Order of detected checks inside a workspace: fast feedback first.
+KIND_ORDER = {"lint": 0, "format": 1, "typecheck": 2, "test": 3, "build": 4, "custom": 5}
+
+
+@dataclass(frozen=True)
+class DetectedCheck:
+    """One command a workspace's manifests and configs call for, and its ecosystem.
+
+    The ecosystem is planning's own: a member without a test command is covered by its
+    workspace root's test command of the same ecosystem, never another's.
+    """
+
+    id: str
+    kind: str
+    command: str
+    ecosystem: Ecosystem

@@ -1,0 +1,126 @@
+"""The commands a Node workspace declares, run with its own package manager.
+
+Pure (reads through `Manifests` and the `RepoIndex`). The package manager is the one the
+repository pins (`packageManager` in the install root's package.json, as Corepack reads it),
+else the one its lockfile belongs to; scripts run through it, and a fresh worktree gets the
+frozen install that lockfile allows (`pnpm install --frozen-lockfile`, `npm ci`, `yarn
+install --immutable`) as the install root's setup.
+"""
+
+from __future__ import annotations
+
+from posixpath import dirname
+
+from verification.checks import DetectedCheck
+from verification.index import RepoIndex, join
+from verification.manifests import Manifests, mapping, node_dependencies
+from verification.workspaces import Ecosystem, Layout
+
+# Lockfiles, in the order that decides the package manager when several exist.
+NODE_LOCKFILES = (
+    ("pnpm-lock.yaml", "pnpm"),
+    ("yarn.lock", "yarn"),
+    ("package-lock.json", "npm"),
+    ("npm-shrinkwrap.json", "npm"),
+    ("bun.lock", "bun"),
+    ("bun.lockb", "bun"),
+)
+
+# package.json scripts that become checks, with their kind.
+NODE_SCRIPTS = (("lint", "lint"), ("typecheck", "typecheck"), ("test", "test"), ("build", "build"))
+
+# What `npm init` writes as the test script: a placeholder, not a test suite.
+NPM_PLACEHOLDER_TEST = 'echo "Error: no test specified" && exit 1'
+
+# How each manager runs a binary of the installed dependencies.
+_EXEC = {"pnpm": "pnpm exec", "yarn": "yarn run", "npm": "npm exec --", "bun": "bunx"}
+
+# Test runner configs that make a folder's test command `vitest run` or `jest`.
+_VITEST_CONFIGS = ("vitest.config.", "vitest.workspace.")
+_JEST_CONFIGS = ("jest.config.",)
+
+
+def node_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: Manifests
+                ) -> list[DetectedCheck]:
+    """The checks of a Node workspace: its lint, typecheck, test and build scripts, and its
+    test runner's config when no test script names one."""
+    package = manifests.json(join(workspace, "package.json"))
+    scripts = mapping(package.get("scripts"))
+    manager = package_manager(workspace, layout, index, manifests)
+    checks = []
+    for script, kind in NODE_SCRIPTS:
+        body = scripts.get(script)
+        if not isinstance(body, str) or not body.strip() or body.strip() == NPM_PLACEHOLDER_TEST:
+            continue
+        checks.append(DetectedCheck(f"node-{script}", kind, f"{manager} run {script}",
+                                    Ecosystem.NODE))
+    if not any(check.kind == "test" for check in checks):
+        runner = _configured_runner(workspace, index, package)
+        if runner is not None:
+            checks.append(DetectedCheck("node-test", "test", f"{_EXEC[manager]} {runner}",
+                                        Ecosystem.NODE))
+    return checks
+
+
+def _configured_runner(workspace: str, index: RepoIndex, package: dict[str, object]) -> str | None:
+    names = index.names.get(workspace, set())
+    if any(name.startswith(_VITEST_CONFIGS) for name in names):
+        return "vitest run"
+    if any(name.startswith(_JEST_CONFIGS) for name in names) or "jest" in package:
+        return "jest"
+    return None
+
+
+def package_manager(workspace: str, layout: Layout, index: RepoIndex, manifests: Manifests) -> str:
+    """The manager pinned by the install root's `packageManager`, else by the nearest lockfile
+    (a monorepo keeps one at its root), else npm."""
+    root = layout.install_root(workspace, Ecosystem.NODE) if workspace in layout.workspaces else (
+        workspace)
+    pinned = manifests.json(join(root, "package.json")).get("packageManager")
+    if isinstance(pinned, str):
+        name = pinned.split("@", 1)[0].strip()
+        if name in _EXEC:
+            return name
+    folder = "" if root == "." else root
+    while True:
+        for lockfile, manager in NODE_LOCKFILES:
+            if index.has(folder or ".", lockfile):
+                return manager
+        if not folder:
+            return "npm"
+        folder = dirname(folder)
+
+
+def node_install(root: str, layout: Layout, index: RepoIndex, manifests: Manifests) -> str | None:
+    """The frozen install a fresh worktree needs at `root`, or None.
+
+    None when the root has no lockfile of its manager (no reproducible install exists) or
+    nothing under it declares a dependency (nothing to install).
+    """
+    manager = package_manager(root, layout, index, manifests)
+    lockfiles = [name for name, owner in NODE_LOCKFILES if owner == manager]
+    if not any(index.has(root, name) for name in lockfiles):
+        return None
+    folders = (root, *layout.members(Ecosystem.NODE, root))
+    if not any(node_dependencies(manifests.json(join(f, "package.json"))) for f in folders):
+        return None
+    if manager == "pnpm":
+        return "pnpm install --frozen-lockfile"
+    if manager == "npm":
+        return "npm ci"
+    if manager == "bun":
+        return "bun install --frozen-lockfile"
+    if _is_yarn_berry(root, index, manifests):
+        return "yarn install --immutable"
+    return "yarn install --frozen-lockfile"
+
+
+def _is_yarn_berry(root: str, index: RepoIndex, manifests: Manifests) -> bool:
+    """Yarn 2+ (berry) is configured by .yarnrc.yml, or pinned as yarn@2 or later."""
+    if index.has(root, ".yarnrc.yml"):
+        return True
+    pinned = manifests.json(join(root, "package.json")).get("packageManager")
+    if isinstance(pinned, str) and pinned.startswith("yarn@"):
+        major = pinned[len("yarn@"):].split(".", 1)[0]
+        return major.isdigit() and int(major) >= 2
+    return False

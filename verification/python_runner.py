@@ -1,0 +1,207 @@
+"""The commands a Python workspace declares, run the way the repository runs them.
+
+Pure (reads through `Manifests` and the `RepoIndex`). Tools run through the project's
+environment manager: `uv run --frozen` where the workspace (or the uv workspace it belongs to)
+has a `uv.lock`, `poetry run` where it has a `poetry.lock`; the install root gets `uv sync
+--frozen` (`--all-packages` for a uv workspace) or `poetry install` as setup. Tools are planned
+where the repository uses them, with the repository's own configuration:
+
+- ruff where configured (`[tool.ruff]`, `ruff.toml`) or depended on; `ruff check .` from the
+  workspace, which lints nested projects with their own nearest config (ruff's hierarchy).
+- mypy where configured or depended on; bare `mypy` when `[tool.mypy] files` says what to
+  check, else `mypy .` without the nested workspaces.
+- tests only where test files exist outside fixture folders, run by the repository's runner:
+  `uv run`/`poetry run pytest`, `tox -e py`, a nox `tests` session, a Makefile `test` target,
+  else `python -m pytest`. A pytest section's `testpaths` is respected; without one, nested
+  workspaces (checked on their own) and fixture folders holding test-named files are ignored.
+"""
+
+from __future__ import annotations
+
+import configparser
+import re
+import shlex
+from dataclasses import dataclass, field
+from posixpath import normpath
+
+from verification.checks import DetectedCheck
+from verification.index import RESOURCE_DIRS, RepoIndex, has_part, join, relative
+from verification.manifests import (
+    Manifests,
+    mapping,
+    poetry_dependencies,
+    python_requirements,
+    requirement_name,
+    strings,
+)
+from verification.workspaces import Ecosystem, Layout
+
+# The detected pytest check writes JUnit XML to the file the executor names in RATCHET_JUNIT,
+# so the worktree stays clean and the evidence gets a test summary.
+PYTEST_ARGS = '-q -p no:cacheprovider --junitxml="$RATCHET_JUNIT"'
+PYTEST_COMMAND = f"python -m pytest {PYTEST_ARGS}"
+
+_PY = Ecosystem.PYTHON
+
+
+@dataclass
+class PythonTests:
+    """Test files of each workspace (relative to it), and fixture folders holding test-named
+    files that an unconfigured pytest must not collect."""
+
+    files: dict[str, list[str]] = field(default_factory=dict)
+    fixture_dirs: dict[str, set[str]] = field(default_factory=dict)
+
+    @classmethod
+    def from_index(cls, index: RepoIndex, layout: Layout) -> PythonTests:
+        found = cls()
+        by_folder: dict[str, list[str]] = {}
+        for path in index.python_tests:
+            folder, _, name = path.rpartition("/")
+            by_folder.setdefault(folder or ".", []).append(name)
+        for folder, names in by_folder.items():  # a folder holds many tests: decide once
+            workspace = layout.folder_owner(folder)
+            if workspace is None:
+                continue
+            inside = relative(folder, workspace)
+            assert inside is not None
+            part = has_part(inside + "/", RESOURCE_DIRS)
+            if part is None:
+                prefix = "" if inside == "." else inside + "/"
+                found.files.setdefault(workspace, []).extend(prefix + name for name in names)
+                continue
+            parts = inside.split("/")
+            found.fixture_dirs.setdefault(workspace, set()).add(
+                "/".join(parts[: parts.index(part) + 1]))
+        return found
+
+
+def python_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: Manifests,
+                  tests: PythonTests) -> list[DetectedCheck]:
+    pyproject = manifests.toml(join(workspace, "pyproject.toml"))
+    tools = mapping(pyproject.get("tool"))
+    setup_cfg = manifests.text(join(workspace, "setup.cfg")) or ""
+    runner = _runner(workspace, layout, index)
+    dependencies = _dependencies(workspace, index, manifests)
+    nested = [relative(child, workspace) or child for child in layout.children(workspace)]
+    checks = []
+
+    if "ruff" in tools or _has(index, workspace, "ruff.toml", ".ruff.toml") or (
+        "ruff" in dependencies
+    ):
+        checks.append(DetectedCheck("ruff", "lint", f"{runner}ruff check .", _PY))
+
+    mypy_ini = manifests.text(join(workspace, "mypy.ini")) or ""
+    uses_mypy = (
+        "mypy" in tools
+        or _has(index, workspace, "mypy.ini", ".mypy.ini")
+        or re.search(r"^\[mypy", setup_cfg, re.MULTILINE) is not None
+        or "mypy" in dependencies
+    )
+    if uses_mypy:
+        # `files` in [tool.mypy] (a list or a string) or an ini file says what mypy checks.
+        files_set = bool(mapping(tools.get("mypy")).get("files")) or any(
+            re.search(r"^files\s*=", text, re.MULTILINE) for text in (mypy_ini, setup_cfg)
+        )
+        if files_set:
+            checks.append(DetectedCheck("mypy", "typecheck", f"{runner}mypy", _PY))
+        else:
+            excludes = "".join(
+                f" --exclude {shlex.quote('^' + re.escape(n) + '/')}" for n in nested
+            )
+            checks.append(DetectedCheck("mypy", "typecheck", f"{runner}mypy .{excludes}", _PY))
+
+    testpaths, configured = _pytest_config(workspace, pyproject, manifests, index)
+    files = tests.files.get(workspace, [])
+    if testpaths:
+        files = [f for f in files if any(f == t or f.startswith(t + "/") for t in testpaths)]
+    if files:
+        checks.append(DetectedCheck("pytest", "test", _test_command(
+            workspace, runner, index, manifests, pyproject,
+            ignores=[] if testpaths else [*nested, *(
+                [] if configured else sorted(tests.fixture_dirs.get(workspace, ())))],
+        ), _PY))
+    return checks
+
+
+def python_install(root: str, layout: Layout, index: RepoIndex) -> str | None:
+    """The install a fresh worktree needs at `root` (a uv or Poetry project), or None."""
+    if index.has(root, "uv.lock"):
+        every = " --all-packages" if layout.members(_PY, root) else ""
+        return f"uv sync --frozen{every}"
+    if index.has(root, "poetry.lock"):
+        return "poetry install --no-interaction"
+    return None
+
+
+def _runner(workspace: str, layout: Layout, index: RepoIndex) -> str:
+    root = layout.install_root(workspace, _PY) if workspace in layout.workspaces else workspace
+    if index.has(root, "uv.lock"):
+        return "uv run --frozen "
+    if index.has(root, "poetry.lock"):
+        return "poetry run "
+    return ""
+
+
+def _test_command(workspace: str, runner: str, index: RepoIndex, manifests: Manifests,
+                  pyproject: dict[str, object], *, ignores: list[str]) -> str:
+    suffix = "".join(f" --ignore={shlex.quote(name)}" for name in ignores)
+    if runner:
+        return f"{runner}pytest {PYTEST_ARGS}{suffix}"
+    setup_cfg = manifests.text(join(workspace, "setup.cfg")) or ""
+    if index.has(workspace, "tox.ini") or "tox" in mapping(pyproject.get("tool")) or (
+        "[tox:tox]" in setup_cfg
+    ):
+        return "tox -e py"
+    noxfile = manifests.text(join(workspace, "noxfile.py")) or ""
+    session = re.search(r"@nox\.session[^\n]*\n\s*def (tests?)\(", noxfile)
+    if session:
+        return f"nox -s {session.group(1)}"
+    makefile = manifests.text(join(workspace, "Makefile")) or ""
+    if re.search(r"^test\s*:(?!=)", makefile, re.MULTILINE):
+        return "make test"
+    return f"{PYTEST_COMMAND}{suffix}"
+
+
+def _pytest_config(workspace: str, pyproject: dict[str, object], manifests: Manifests,
+                   index: RepoIndex) -> tuple[list[str], bool]:
+    """pytest's `testpaths` for the workspace, and whether pytest is configured there."""
+    options = mapping(mapping(mapping(pyproject.get("tool")).get("pytest")).get("ini_options"))
+    if options or "ini_options" in mapping(mapping(pyproject.get("tool")).get("pytest")):
+        value = options.get("testpaths")
+        paths = strings(value) if isinstance(value, list) else str(value or "").split()
+        return [normpath(p) for p in paths], True
+    for name, section in (("pytest.ini", "pytest"), ("tox.ini", "pytest"),
+                          ("setup.cfg", "tool:pytest")):
+        if not index.has(workspace, name):
+            continue
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            parser.read_string(manifests.text(join(workspace, name)) or "")
+        except configparser.Error:
+            continue
+        if parser.has_section(section):
+            paths = parser.get(section, "testpaths", fallback="").split()
+            return [normpath(p) for p in paths], True
+    if _has(index, workspace, "conftest.py"):
+        return [], True
+    return [], False
+
+
+def _dependencies(workspace: str, index: RepoIndex, manifests: Manifests) -> set[str]:
+    """Requirement names the workspace declares (pyproject, Poetry, requirements*.txt).
+
+    A uv member's tools come from its own declarations only: the root's dev tools are run
+    by the root, whose checks cover members that declare none (ruff's nearest config decides
+    how each file is linted).
+    """
+    pyproject = manifests.toml(join(workspace, "pyproject.toml"))
+    requirements = python_requirements(pyproject) + list(poetry_dependencies(pyproject))
+    for name in sorted(index.names.get(workspace, ())):
+        if name.startswith("requirements") and name.endswith(".txt"):
+            requirements += (manifests.text(join(workspace, name)) or "").splitlines()
+    return {n for n in map(requirement_name, requirements) if n}
+
+
+def _has(index: RepoIndex, folder: str, *names: str) -> bool:
+    return any(index.has(folder, name) for name in names)

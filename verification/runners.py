@@ -1,0 +1,74 @@
+"""The repository's own commands for each workspace, and the installs they need first.
+
+Pure. One entry point for planning: `Runners.checks(workspace)` gathers the checks of every
+ecosystem a workspace holds (Node and Python in their own modules; Go and Cargo here, whose
+toolchains have one way to check a module), and `Runners.install(root, ecosystem)` the frozen
+install a fresh worktree needs at an install root. Results are cached per plan.
+"""
+
+from __future__ import annotations
+
+from verification.checks import KIND_ORDER, DetectedCheck
+from verification.index import RepoIndex
+from verification.manifests import Manifests
+from verification.node_runner import node_checks, node_install
+from verification.python_runner import PythonTests, python_checks, python_install
+from verification.workspaces import Ecosystem, Layout
+
+GO_CHECKS = (
+    DetectedCheck("go-vet", "lint", "go vet ./...", Ecosystem.GO),
+    DetectedCheck("go-test", "test", "go test ./...", Ecosystem.GO),
+)
+CARGO_CHECKS = (
+    DetectedCheck("cargo-check", "typecheck", "cargo check --workspace --all-targets",
+                  Ecosystem.RUST),
+    DetectedCheck("cargo-test", "test", "cargo test --workspace", Ecosystem.RUST),
+)
+
+
+class Runners:
+    """Detects and caches the checks and installs of one layout's workspaces."""
+
+    def __init__(self, layout: Layout, index: RepoIndex, manifests: Manifests) -> None:
+        self.layout = layout
+        self.index = index
+        self.manifests = manifests
+        self._tests: PythonTests | None = None
+        self._checks: dict[str, list[DetectedCheck]] = {}
+        self._installs: dict[tuple[str, Ecosystem], str | None] = {}
+
+    def checks(self, workspace: str) -> list[DetectedCheck]:
+        """The checks of `workspace`, fastest kinds first; [] for a folder with none."""
+        if workspace not in self._checks:
+            found: list[DetectedCheck] = []
+            ecosystems = self.layout.workspaces[workspace].ecosystems
+            if Ecosystem.PYTHON in ecosystems:
+                found += python_checks(workspace, self.layout, self.index, self.manifests,
+                                       self.python_tests)
+            if Ecosystem.NODE in ecosystems:
+                found += node_checks(workspace, self.layout, self.index, self.manifests)
+            if Ecosystem.GO in ecosystems:
+                found += GO_CHECKS
+            if Ecosystem.RUST in ecosystems:
+                found += CARGO_CHECKS
+            found.sort(key=lambda c: KIND_ORDER.get(c.kind, len(KIND_ORDER)))
+            self._checks[workspace] = found
+        return self._checks[workspace]
+
+    def install(self, root: str, ecosystem: Ecosystem) -> str | None:
+        """The install command a fresh worktree needs at `root` for `ecosystem`, or None."""
+        key = (root, ecosystem)
+        if key not in self._installs:
+            command = None
+            if ecosystem is Ecosystem.NODE:
+                command = node_install(root, self.layout, self.index, self.manifests)
+            elif ecosystem is Ecosystem.PYTHON:
+                command = python_install(root, self.layout, self.index)
+            self._installs[key] = command
+        return self._installs[key]
+
+    @property
+    def python_tests(self) -> PythonTests:
+        if self._tests is None:
+            self._tests = PythonTests.from_index(self.index, self.layout)
+        return self._tests
