@@ -30,6 +30,7 @@ run: $(VENV)/.installed system-deps
 
 test: $(VENV)/.installed-dev system-deps
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-dev

@@ -8,24 +8,29 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
+from app.compose import build_engine
 from app.settings import Settings, SettingsError, load_settings
+from app.words import CLI_WORDS, status_text
 from app.worker import enqueue_run
-from runner.engine import Engine, RunNotWaiting, SpecHashMismatch
+from runner.engine import Engine
 from runner.errors import LedgerUnavailable, RatchetError, StaleWrite, UnknownRun
 from runner.ledger import Store, open_store
-from runner.ledger.records import Run
+from runner.ledger.records import Run, Signal
+from runner.names import EventType, SignalKind, SignalStatus
+from runner.render import render_reply, say_next_action
 from runner.rundir import export_run
-from runner.status import RunStatus, read_status
-from runner.workflow import is_end
+from runner.status import read_status
+from runner.views import RunStatus
+from runner.workflow import is_end, is_stopped
 
 log = logging.getLogger(__name__)
 
 EXIT_OK = 0  # done, or waiting for a signal
 EXIT_RUN_STOPPED = 1  # the run failed or needs a human
-EXIT_USAGE = 2  # bad arguments, unknown run, refused signal
+EXIT_USAGE = 2  # bad arguments, unknown run, a refused signal
 EXIT_LEASE_LOST = 3  # another worker took the run over, or it was cancelled; this one stopped
 EXIT_UNAVAILABLE = 4  # the ledger could not be reached
 
@@ -36,6 +41,7 @@ examples:
   ratchet approve-spec r-20261130-1a2b3c4d --hash 3f2a9c
   ratchet request-changes r-20261130-1a2b3c4d --message "Cover the empty input case"
   ratchet resume r-20261130-1a2b3c4d
+  ratchet retry r-20261130-1a2b3c4d
   ratchet cancel r-20261130-1a2b3c4d --reason "superseded by #42"
   ratchet export r-20261130-1a2b3c4d ./runs
   ratchet verify --base main --json
@@ -90,6 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
     changes.add_argument("--json", action="store_true")
     changes.set_defaults(handler=cmd_request_changes)
 
+    retry = sub.add_parser("retry", help="take a failed or stopped run's step up again")
+    retry.add_argument("run_id", metavar="RUN")
+    retry.add_argument("--detach", action="store_true",
+                       help="record the retry and enqueue the run for a worker")
+    retry.add_argument("--json", action="store_true")
+    retry.set_defaults(handler=cmd_retry)
+
     cancel = sub.add_parser("cancel", help="end a run now, whoever is working on it")
     cancel.add_argument("run_id", metavar="RUN")
     cancel.add_argument("--reason", default="cancelled by a user")
@@ -141,12 +154,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(str(exc), EXIT_USAGE)
     except UnknownRun as exc:
         return _error(str(exc), EXIT_USAGE)
-    except (SpecHashMismatch, RunNotWaiting) as exc:
-        return _error(str(exc), EXIT_USAGE)
     except StaleWrite as exc:
         return _error(f"stopped: {exc}", EXIT_LEASE_LOST)
     except LedgerUnavailable as exc:
-        return _error(f"ledger unavailable: {exc}", EXIT_UNAVAILABLE)
+        return _error(f"ledger unavailable: {exc} (the ledger URL is RATCHET_STORE_URL)",
+                      EXIT_UNAVAILABLE)
     except RatchetError as exc:
         return _error(str(exc), EXIT_USAGE)
 
@@ -169,40 +181,45 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     if args.detach:
         _announce(enqueue_run(settings, run.id), args.json)
         return _finish(store, settings, run, args.json, announce=False)
-    return _finish(store, settings, engine.advance(run.id), args.json)
+    return _finish(store, settings, engine.drive(run.id), args.json)
 
 
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     store = _store(settings)
     status = _status(store, args.run_id)
-    print(json.dumps(status.to_dict(), sort_keys=True) if args.json else status.render())
+    print(json.dumps(_status_json(status), sort_keys=True) if args.json
+          else status_text(status))
     return EXIT_OK
 
 
 def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
     store = _store(settings)
-    run = store.get_run(args.run_id)
+    engine = _engine(store, settings, json_output=args.json)
+    # An ended run may still have effects to send; driving it sends them and returns.
+    run = engine.drive(args.run_id)
     if is_end(run.state):
         print(f"run {run.id} has already ended: {run.state.value}"
               + (f" ({run.reason})" if run.reason else ""))
         return _finish(store, settings, run, args.json, announce=False)
-    engine = _engine(store, settings, json_output=args.json)
-    return _finish(store, settings, engine.advance(run.id), args.json)
+    return _finish(store, settings, run, args.json)
 
 
 def cmd_approve(args: argparse.Namespace, settings: Settings) -> int:
-    return _signal(args, settings, lambda engine: engine.approve(
-        args.run_id, hash_prefix=args.hash_prefix, by=_who()))
+    return _signal(args, settings, SignalKind.APPROVE, hash=args.hash_prefix)
 
 
 def cmd_request_changes(args: argparse.Namespace, settings: Settings) -> int:
-    return _signal(args, settings, lambda engine: engine.request_changes(
-        args.run_id, message=args.message, by=_who()))
+    return _signal(args, settings, SignalKind.REQUEST_CHANGES, message=args.message)
+
+
+def cmd_retry(args: argparse.Namespace, settings: Settings) -> int:
+    return _signal(args, settings, SignalKind.RETRY)
 
 
 def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
     store = _store(settings)
-    run = store.cancel(args.run_id, reason=args.reason, by=_who())
+    run = _engine(store, settings, json_output=args.json).cancel(
+        args.run_id, reason=args.reason, by=_who())
     _announce(f"{run.id}: cancelled ({args.reason})", args.json)
     return _finish(store, settings, run, args.json, announce=False)
 
@@ -248,14 +265,35 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 # --- helpers -------------------------------------------------------------------------------
 
 
-def _signal(args: argparse.Namespace, settings: Settings, send: Callable[[Engine], Run]) -> int:
+def _signal(args: argparse.Namespace, settings: Settings, kind: SignalKind,
+            **payload: str) -> int:
+    """Put the local user's signal in the run's inbox; unless detached, answer it here and
+    continue the run. A refused signal is a usage error saying why (exit 2)."""
     store = _store(settings)
     engine = _engine(store, settings, json_output=args.json)
-    run = send(engine)
+    before = store.get_run(args.run_id)
+    if is_end(before.state):
+        return _error(f"run {before.id} has already ended ({before.state.value})", EXIT_USAGE)
+    signal = engine.signal(args.run_id, kind, author=_who(), **payload)
     if args.detach:
-        _announce(enqueue_run(settings, run.id), args.json)
-        return _finish(store, settings, run, args.json, announce=False)
-    return _finish(store, settings, engine.advance(run.id), args.json)
+        _announce(enqueue_run(settings, args.run_id), args.json)
+        return _finish(store, settings, store.get_run(args.run_id), args.json, announce=False)
+    run = engine.drive(args.run_id)
+    answered = store.get_signal(signal.id)
+    stopped_now = is_stopped(run.state) and not is_stopped(before.state)
+    if answered is not None and answered.status is SignalStatus.REFUSED and not stopped_now:
+        _project(store, settings, run)
+        return _error(_refusal(store, answered), EXIT_USAGE)
+    return _finish(store, settings, run, args.json)
+
+
+def _refusal(store: Store, signal: Signal) -> str:
+    """Why a signal was refused, as its reply says it."""
+    for event in reversed(store.events(signal.run_id)):
+        if event.type == EventType.SIGNAL_REFUSED and event.data.get("signal") == signal.id:
+            return render_reply({"run": signal.run_id, "refusal": event.data["refusal"],
+                                 "params": event.data.get("params", {})}, CLI_WORDS).strip()
+    return f"signal {signal.id} was refused: {signal.reason}"
 
 
 def _store(settings: Settings) -> Store:
@@ -264,6 +302,9 @@ def _store(settings: Settings) -> Store:
 
 def _engine(store: Store, settings: Settings, *, json_output: bool) -> Engine:
     def on_change(old: Run, new: Run) -> None:
+        if old.state is new.state and new.ready_at is None:
+            _project(store, settings, new)
+            return  # a refusal or recorded events: nothing moved
         arrow = (f"{old.state.value} -> {new.state.value}" if old.state is not new.state
                  else f"{new.state.value} (retry scheduled)")
         _announce(f"{new.id}: {arrow} ({new.step})"
@@ -271,7 +312,7 @@ def _engine(store: Store, settings: Settings, *, json_output: bool) -> Engine:
                   json_output)
         _project(store, settings, new)
 
-    return Engine(store, settings.engine_settings(), on_change=on_change)
+    return build_engine(store, settings, on_change=on_change)
 
 
 def _project(store: Store, settings: Settings, run: Run) -> None:
@@ -287,14 +328,23 @@ def _finish(store: Store, settings: Settings, run: Run, json_output: bool, *,
     _project(store, settings, run)
     status = _status(store, run.id)
     if json_output:
-        print(json.dumps(status.to_dict(), sort_keys=True))
+        print(json.dumps(_status_json(status), sort_keys=True))
     elif announce:
-        print(f"{run.id}: {run.state.value}; next: {status.next_action}")
-    return EXIT_RUN_STOPPED if run.state.value in {"failed", "needs_human"} else EXIT_OK
+        next_action = say_next_action(status.next_action.to_dict(), run.id, CLI_WORDS)
+        print(f"{run.id}: {run.state.value}; next: {next_action}")
+    return EXIT_RUN_STOPPED if is_stopped(run.state) else EXIT_OK
 
 
 def _status(store: Store, run_id: str) -> RunStatus:
     return read_status(store, run_id, now=time.time())
+
+
+def _status_json(status: RunStatus) -> dict[str, object]:
+    """The status as data, with the next action also said in the command line's words."""
+    data = status.to_dict()
+    data["next_action"] = {**data["next_action"], "text": say_next_action(
+        status.next_action.to_dict(), status.run_id, CLI_WORDS)}
+    return data
 
 
 def _run_summary(run: Run) -> dict[str, object]:

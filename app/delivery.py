@@ -90,7 +90,7 @@ class Delivery:
     def _advance(self, run_id: str) -> None:
         engine = self.engine()
         try:
-            run = engine.advance(run_id, wait=False)
+            run = engine.wake(run_id)
         except StaleWrite as exc:
             log.warning("run %r: another worker took it over: %s", run_id, exc)
             return
@@ -98,7 +98,8 @@ class Delivery:
             log.warning("run %r: not in this ledger; dropping its message", run_id)
             return
         now = time.time()
-        if is_runnable(run.state) and not run.lease_live(now):
+        if (is_runnable(run.state) or engine.scheduler.has_work(run_id)) and not run.lease_live(
+                now):
             # Released with work left (a scheduled retry, or this worker is stopping).
             self.enqueue(run_id, delay_s=max(0.0, (run.ready_at or now) - now))
 

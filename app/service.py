@@ -17,9 +17,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from app.delivery import Delivery, Reaper
 from app.metrics import registry_for
 from app.settings import Settings
-from runner.delivery import Delivery, Reaper
 from runner.ledger import Store, open_store
 
 log = logging.getLogger(__name__)

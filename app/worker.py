@@ -7,9 +7,9 @@ import logging
 from dramatiq.errors import DramatiqError
 from redis.exceptions import RedisError
 
+from app.compose import build_engine
+from app.delivery import Delivery, Reaper, WorkerLifecycle, make_broker
 from app.settings import Settings
-from runner.delivery import Delivery, Reaper, WorkerLifecycle, make_broker
-from runner.engine import Engine
 from runner.ledger import open_store
 
 log = logging.getLogger(__name__)
@@ -23,7 +23,7 @@ def build_delivery(settings: Settings, *, reaper: bool) -> Delivery:
     broker = make_broker(settings.broker_url, namespace=settings.queue)
     delivery = Delivery(
         broker,
-        lambda: Engine(open_store(settings.ledger_url), settings.engine_settings()),
+        lambda: build_engine(open_store(settings.ledger_url), settings),
         queue=settings.queue,
     )
 

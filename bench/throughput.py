@@ -46,15 +46,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from app.compose import build_engine  # noqa: E402
+from app.delivery import Reaper  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.worker import build_delivery  # noqa: E402
 from bench.ledger import raw_commits, step_completions  # noqa: E402
-from runner.delivery import Reaper  # noqa: E402
 from runner.engine import Engine  # noqa: E402
 from runner.ledger import open_store  # noqa: E402
 from runner.ledger.store import Store  # noqa: E402
-from runner.steps import STARTED_EVENTS  # noqa: E402
-from runner.workflow import State  # noqa: E402
+from runner.names import EventType, SignalKind  # noqa: E402
+from runner.session import ENTRY_EVENTS as STATE_ENTRY_EVENTS  # noqa: E402
+from runner.workflow import State, is_runnable  # noqa: E402
 
 log = logging.getLogger("bench.throughput")
 
@@ -68,8 +70,8 @@ AGENT_COMMAND = (
 REPO_CONFIG = (
     "repair: {max_attempts: 1}\nverify:\n  checks:\n    - {id: ok, kind: test, run: 'true'}\n"
 )
-ENTRY_EVENTS = {*STARTED_EVENTS.values(), "AWAITING_APPROVAL", "RUN_COMPLETED", "RUN_FAILED",
-                "NEEDS_HUMAN", "RUN_CANCELLED"}
+ENTRY_EVENTS = set(STATE_ENTRY_EVENTS.values())
+STARTED_EVENTS = {event for state, event in STATE_ENTRY_EVENTS.items() if is_runnable(state)}
 STUCK = {State.FAILED, State.NEEDS_HUMAN, State.CANCELLED}
 POLL_S = 0.02  # how often the bench looks for runs to approve (a reviewer who answers at once)
 RUN_TIMEOUT_S = 900.0  # per batch of runs; a stuck batch is reported, not waited on forever
@@ -121,8 +123,11 @@ def drive(store: Store, engine: Engine, enqueue: Callable[[str], None], count: i
             if run.id not in pending:
                 continue
             if run.state is State.AWAITING_APPROVAL:
+                if store.signals(run.id):
+                    continue  # approved already; its worker has not answered yet
                 spec = store.read_artifact(run.id, "spec.md") or b""
-                engine.approve(run.id, hash_prefix=hashlib.sha256(spec).hexdigest(), by="bench")
+                engine.signal(run.id, SignalKind.APPROVE, author="bench",
+                              hash=hashlib.sha256(spec).hexdigest())
                 enqueue(run.id)
             elif run.state is State.DONE:
                 pending.discard(run.id)
@@ -140,9 +145,9 @@ def measure(store: Store, run_ids: list[str], wall_s: float) -> EndToEnd:
                    for c in store.checkpoints(run_id)}
         step, began, leased = None, None, None
         for event in store.events(run_id):
-            if event.type == "RUN_CREATED":
+            if event.type == EventType.RUN_CREATED:
                 step, began, leased = event.step, event.at, None
-            elif event.type == "LEASE_ACQUIRED" and step is not None:
+            elif event.type == EventType.LEASE_ACQUIRED and step is not None:
                 leased = event.at
             elif event.type in ENTRY_EVENTS:
                 if step is not None and began is not None and leased is not None:
@@ -151,7 +156,7 @@ def measure(store: Store, run_ids: list[str], wall_s: float) -> EndToEnd:
                     result.overhead_s.append(event.at - start - agent_s.get(step, 0.0))
                     if leased >= began:
                         result.wake_s.append(leased - began)
-                waiting = event.type not in STARTED_EVENTS.values()
+                waiting = event.type not in STARTED_EVENTS
                 step, began = (None, None) if waiting else (event.step, event.at)
     return result
 
@@ -168,7 +173,7 @@ def bench_embedded(tmp: Path, count: int, threads: int) -> EndToEnd:
     worker.start()
     _, stop_reaper = Reaper(store, delivery.enqueue, interval=settings.reap_seconds).start()
     try:
-        engine = Engine(store, settings.engine_settings())
+        engine = build_engine(store, settings)
         run_ids, wall = drive(store, engine, delivery.enqueue, count, make_repo(tmp / "repo"))
         return measure(store, run_ids, wall)
     finally:
@@ -226,7 +231,7 @@ def bench_distributed(tmp: Path, count: int, threads: int, postgres_url: str,
                 ))
             _wait_for_consumers(redis.Redis.from_url(redis_url), queue, len(workers))
             delivery = build_delivery(settings, reaper=False)
-            engine = Engine(store, settings.engine_settings())
+            engine = build_engine(store, settings)
             run_ids, wall = drive(store, engine, delivery.enqueue, count,
                                   make_repo(tmp / "repo"))
             return measure(store, run_ids, wall)

@@ -1,22 +1,26 @@
-"""The effect protocol: record intent, execute, record the confirmed remote identity.
+"""The outbox: effects a transition decided, sent after it commits, each at most once.
 
-Every remote effect has a deterministic key ``<run>:<step>:<name>`` (no attempt number: a
-retried step reuses its keys). An effect left ``intended`` by a dead worker is reconciled by
-asking the remote side before anything is sent again, so a replay returns the first result
-instead of a duplicate. This module holds the port; executors live with their remote
-(``runner/sink.py`` for local runs, ``github/effects.py`` for GitHub).
+The runner decides effects; forges execute them. A step (or a signal, or a stop) returns the
+effects it decided; the session records them as ``intended`` in the same transaction as the
+state change, then flushes the outbox: for each intended effect, in decision order, count a
+send (``begin_effect``), call the executor, record the confirmed remote identity. An effect that
+was sent before and never confirmed (a crash, a lost acknowledgement) is looked up on the remote
+side first (``find``: a marker, a branch, an ``external_id``); only if it is absent is it sent
+again. An effect never sent makes no lookup. Keys are ``<run>:<step>:<name>``: a replayed
+decision reuses its key, and the ledger refuses the same key with another payload.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from runner.faults import NO_CRASH, CrashPoints
 from runner.ledger.records import Effect, EffectIntent, EffectStatus, Lease
 from runner.ledger.store import Store
+from runner.names import EffectKind
 
 log = logging.getLogger(__name__)
 
@@ -27,12 +31,12 @@ def effect_key(run_id: str, step: str, name: str) -> str:
 
 @dataclass(frozen=True)
 class EffectRequest:
-    """One remote effect: ``payload`` must be host-independent (it is hashed and compared)."""
+    """One effect: ``payload`` is data (never forge wording); executors render it."""
 
     key: str
     run_id: str
     step: str
-    kind: str  # comment | push | pull_request | check_run
+    kind: EffectKind
     payload: Mapping[str, Any]
 
     @classmethod
@@ -48,8 +52,8 @@ class EffectRequest:
 
 
 class EffectExecutor(Protocol):
-    """Talks to one remote. ``apply`` must be safe to call again for a key whose first call's
-    response was lost only after ``find`` said the effect is absent."""
+    """Talks to one forge (the local sink, GitHub). ``apply`` must be safe to call again for
+    a key whose earlier send was lost, once ``find`` said the effect is absent."""
 
     def apply(self, request: EffectRequest) -> dict[str, Any]:
         """Perform the effect; return the remote resource's identity. Raises a StepFailure."""
@@ -60,52 +64,45 @@ class EffectExecutor(Protocol):
         ...
 
 
-class Effects:
-    """Performs a run's effects under its lease; every ledger write is fenced by the lease."""
+class Outbox:
+    """Sends a run's intended effects under its lease; every ledger write is fenced."""
 
     def __init__(
-        self, store: Store, lease: Lease, executor: EffectExecutor, *,
+        self, store: Store, lease: Callable[[], Lease], executor: EffectExecutor, *,
         crash: CrashPoints = NO_CRASH,
     ) -> None:
         self.store = store
         self.lease = lease
         self.executor = executor
         self.crash = crash
+        self.failed: Effect | None = None  # the effect the last flush stopped at
 
-    def perform(self, request: EffectRequest) -> dict[str, Any]:
-        """Apply ``request`` at most once; a replay returns the recorded resource.
+    def pending(self, run_id: str) -> list[Effect]:
+        return [e for e in self.store.effects(run_id) if e.status is EffectStatus.INTENDED]
 
-        Raises ``EffectConflict`` when the key was recorded with another payload, and
-        ``StaleWrite`` when this worker's lease is gone (then nothing is sent).
+    def flush(self, run_id: str) -> list[Effect]:
+        """Send every intended effect in decision order; return those confirmed now.
+
+        Stops at the first failure (a ``StepFailure`` from the executor), leaving it and the
+        ones after it intended: later effects may depend on it (a check run on a pushed head).
         """
-        effect = self.store.intend_effect(self.lease, request.intent())
-        if effect.status is EffectStatus.CONFIRMED:
-            assert effect.resource is not None
-            return effect.resource
-        if effect.attempts > 1:
-            found = self.executor.find(request)
-            if found is not None:
-                log.info("effect %r found on the remote; recording it", request.key)
-                self.store.confirm_effect(self.lease, request.key, found, reconciled=True)
-                return found
-        self.crash.reached("after_effect_intent", f"{request.step}:{request.name}")
-        resource = self.executor.apply(request)
-        self.crash.reached("after_effect_applied", f"{request.step}:{request.name}")
-        self.store.confirm_effect(self.lease, request.key, resource)
-        return resource
-
-    def reconcile(self, run_id: str) -> list[Effect]:
-        """Ask the remote about every effect left ``intended``; confirm those it has.
-
-        The rest stay ``intended``: their step runs again and applies them.
-        """
-        reconciled = []
-        for effect in self.store.effects(run_id):
-            if effect.status is not EffectStatus.INTENDED:
-                continue
-            found = self.executor.find(EffectRequest.from_effect(effect))
-            if found is not None:
-                reconciled.append(
-                    self.store.confirm_effect(self.lease, effect.key, found, reconciled=True)
-                )
-        return reconciled
+        confirmed = []
+        self.failed = None
+        for effect in self.pending(run_id):
+            self.failed = effect
+            request = EffectRequest.from_effect(effect)
+            if effect.attempts > 0:
+                found = self.executor.find(request)
+                if found is not None:
+                    log.info("run %r: effect %r found on the remote; recording it", run_id,
+                             effect.key)
+                    confirmed.append(self.store.confirm_effect(self.lease(), effect.key, found,
+                                                               reconciled=True))
+                    continue
+            self.store.begin_effect(self.lease(), effect.key)
+            self.crash.reached("after_effect_intent", f"{effect.step}:{request.name}")
+            resource = self.executor.apply(request)
+            self.crash.reached("after_effect_applied", f"{effect.step}:{request.name}")
+            confirmed.append(self.store.confirm_effect(self.lease(), effect.key, resource))
+        self.failed = None
+        return confirmed

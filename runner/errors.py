@@ -70,7 +70,7 @@ class UnknownRun(LedgerError):
     """No run has this id."""
 
     def __init__(self, run_id: str) -> None:
-        super().__init__(f"unknown run {run_id!r}: `ratchet runs` lists the runs in this ledger")
+        super().__init__(f"unknown run {run_id!r}: this ledger holds no run with that id")
         self.run_id = run_id
 
 

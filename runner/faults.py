@@ -1,8 +1,8 @@
 """Named crash points for failure-injection tests: the process kills its own process group.
 
-``RATCHET_CRASH_AT`` (read once into settings) names one point, optionally narrowed to a step or
-effect: ``after_commit:research.1``, ``after_agent_output:implement.1``,
-``after_effect_intent:publish.1:push``. Unset, every call is a no-op. The kill is SIGKILL of the
+A setting (read once at start-up, for failure-injection tests only) names one point, optionally
+narrowed to a step or effect: ``after_commit:research.1``, ``after_agent_output:implement.1``,
+``after_effect_intent:verify.1:push``. Unset, every call is a no-op. The kill is SIGKILL of the
 whole group, exactly what an OOM killer or a lost host does, so nothing gets to clean up.
 """
 

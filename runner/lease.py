@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
-from runner.errors import LedgerUnavailable, StaleWrite
+from runner.errors import LedgerError, LedgerUnavailable, StaleWrite
 from runner.ledger.records import Lease
 from runner.ledger.store import Store
 
@@ -19,11 +20,18 @@ log = logging.getLogger(__name__)
 
 
 class Heartbeat:
-    def __init__(self, store: Store, lease: Lease, *, ttl: float) -> None:
+    """Renews the lease every third of its TTL. ``lost`` is set when a renewal is refused;
+    ``stop_work`` too, and also when ``interrupt()`` (asked each beat) says the work in
+    progress must stop (a cancel waiting in the inbox)."""
+
+    def __init__(self, store: Store, lease: Lease, *, ttl: float,
+                 interrupt: Callable[[], bool] = lambda: False) -> None:
         self.store = store
         self.lease = lease
         self.ttl = ttl
+        self.interrupt = interrupt
         self.lost = threading.Event()
+        self.stop_work = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._beat, name=f"heartbeat-{lease.run_id}", daemon=True
@@ -45,7 +53,14 @@ class Heartbeat:
             except StaleWrite as exc:
                 log.warning("run %r: lease lost: %s", self.lease.run_id, exc)
                 self.lost.set()
+                self.stop_work.set()
                 return
             except LedgerUnavailable as exc:
                 log.info("run %r: lease renewal deferred (ledger unavailable): %s",
                          self.lease.run_id, exc)
+                continue
+            try:
+                if self.interrupt():
+                    self.stop_work.set()
+            except LedgerError as exc:  # asked again at the next beat
+                log.info("run %r: inbox not readable now: %s", self.lease.run_id, exc)

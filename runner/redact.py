@@ -20,7 +20,6 @@ TOKEN_SHAPES = re.compile(
     r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}"
     r"|sk-(?:ant-)?[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|xox[baprs]-[A-Za-z0-9-]{10,})\b"
 )
-URL_SETTINGS = ("RATCHET_STORE_URL", "RATCHET_BROKER_URL")
 
 
 class Redactor:
@@ -29,10 +28,13 @@ class Redactor:
         self._values = sorted(unique, key=len, reverse=True)  # longest first: no partial masks
 
     @classmethod
-    def from_environment(cls, environ: Mapping[str, str]) -> Redactor:
+    def from_environment(cls, environ: Mapping[str, str], *,
+                         urls: Iterable[str | None] = ()) -> Redactor:
+        """Mask the values of secret-named variables and the passwords inside ``urls``
+        (service URLs the caller knows hold one)."""
         values = [v for k, v in environ.items() if SECRET_NAME.search(k)]
-        for name in URL_SETTINGS:
-            password = urlsplit(environ.get(name, "")).password
+        for url in urls:
+            password = urlsplit(url or "").password
             if password:
                 values.append(password)
         return cls(values)

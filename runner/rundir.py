@@ -1,13 +1,12 @@
 """The run directory: a projection of the ledger into files (DESIGN.md "Run directory").
 
-Written by ``ratchet export`` and kept live in local mode. The ledger, not the directory,
+Written on export and kept live in local mode. The ledger, not the directory,
 decides: nothing here is read back by the engine.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from runner.errors import CorruptArtifact
 from runner.ledger.store import Store
 from runner.status import read_status
+from verification.files import write_atomic
 
 
 def export_run(store: Store, run_id: str, dest: Path) -> Path:
@@ -37,6 +37,7 @@ def export_run(store: Store, run_id: str, dest: Path) -> Path:
     ).encode())
     _write(folder / "state.snapshot.json", _json(status.to_dict()))
     _write(folder / "effects.json", _json(status.effects))
+    _write(folder / "signals.json", _json([s.to_dict() for s in store.signals(run_id)]))
     for path, sha in store.artifacts(run_id).items():
         try:
             data = store.get_artifact(sha)
@@ -61,7 +62,4 @@ def _json(value: Any) -> bytes:
 
 
 def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    write_atomic(path, data, durable=False)  # a projection: the ledger rewrites it

@@ -1,99 +1,192 @@
-"""The local sink: the effect executor for runs without GitHub.
+"""The local sink: the effect executor for runs without a forge, with a forge's meaning.
 
-Comments, pull-request records and check runs become files in the run directory's outbox; the
-publish push goes to a local branch of the target repository. Every record carries the effect's
-key (comments in a hidden ``<!-- ratchet:key=... -->`` marker, as on GitHub), so ``find``
-answers for a response that was lost after the write.
+Records are files in the run's outbox folder, named like a forge's ids (a new name per
+created object), so a duplicate would show as a second file. Upserts find their record
+first: the ``tracking`` comment by its name marker, a pull request by branch, a check run by
+``external_id``; they update it in place and remember every effect key applied to it. The push
+fast-forwards a local branch of the target repository with ``--force-with-lease`` from the head
+the run last decided. Text is rendered from the payload's data with the edge's vocabulary, so
+a local run shows what a forge run would post.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from runner.effects import EffectRequest
-from runner.errors import DeterministicFailure
-from runner.workspace import Workspaces
+from runner.errors import AuthorityFailure, DeterministicFailure
+from runner.names import EffectKind
+from runner.render import (
+    Vocabulary,
+    key_marker,
+    name_marker,
+    render_pull_request,
+    render_reply,
+    render_spec_check,
+    render_tracking,
+)
+from runner.workspace import PushRejected, Workspaces
+from verification.files import write_atomic
 
-
-def comment_marker(key: str) -> str:
-    return f"<!-- ratchet:key={key} -->"
+# Folder of each kind of record in the outbox.
+FOLDERS = {
+    EffectKind.COMMENT: "comments", EffectKind.REPLY: "comments",
+    EffectKind.REACTION: "reactions", EffectKind.PULL_REQUEST: "pull-requests",
+    EffectKind.CHECK_RUN: "check-runs",
+}
 
 
 class LocalSink:
-    """``EffectExecutor`` writing into ``outbox`` and pushing from ``worktree``."""
+    """``EffectExecutor`` writing into ``outbox`` and pushing from ``worktree``'s git dir."""
 
-    def __init__(self, outbox: Path, workspaces: Workspaces, worktree: Path | None) -> None:
+    def __init__(self, outbox: Path, workspaces: Workspaces, worktree: Path | None,
+                 words: Vocabulary) -> None:
         self.outbox = outbox
         self.workspaces = workspaces
         self.worktree = worktree
+        self.words = words
+
+    # -- the port ------------------------------------------------------------------------------
 
     def apply(self, request: EffectRequest) -> dict[str, Any]:
-        payload = request.payload
-        if request.kind == "push":
-            if self.worktree is None:
-                raise DeterministicFailure(f"effect {request.key}: no worktree to push from")
-            self.workspaces.push(
-                self.worktree, remote=payload["remote"], commit=payload["commit"],
-                branch=payload["branch"], expect=payload.get("expect"),
-            )
-            return {"branch": payload["branch"], "commit": payload["commit"]}
-        folder = self._folder(request)
-        # Like a POST to GitHub, every apply creates a new record: a duplicate would show.
-        path = folder / f"{time.time_ns()}-{secrets.token_hex(4)}{_suffix(request.kind)}"
-        if request.kind == "comment":
-            _write_atomic(path, f"{comment_marker(request.key)}\n{payload['body']}")
-        else:
-            _write_atomic(path, json.dumps({"key": request.key, **payload}, indent=2,
-                                           sort_keys=True))
-        return {"path": str(path.relative_to(self.outbox))}
+        kind = request.kind
+        if kind is EffectKind.PUSH:
+            return self._push(request)
+        if kind is EffectKind.COMMENT:
+            return self._upsert_comment(request)
+        if kind is EffectKind.REPLY:
+            body = render_reply(request.payload, self.words)
+            return self._create(request, f"{key_marker(request.key)}\n{body}", ".md")
+        if kind is EffectKind.REACTION:
+            return self._create(request, _json({"key": request.key, **request.payload}), ".json")
+        if kind is EffectKind.PULL_REQUEST:
+            return self._upsert_record(request, "branch", self._pull_request(request))
+        if kind is EffectKind.CHECK_RUN:
+            return self._upsert_record(request, "external_id", self._check_run(request))
+        raise DeterministicFailure(f"effect {request.key}: no local executor for {kind!r}")
 
     def find(self, request: EffectRequest) -> dict[str, Any] | None:
         payload = request.payload
-        if request.kind == "push":
+        if request.kind is EffectKind.PUSH:
             head = self.workspaces.remote_branch(payload["remote"], payload["branch"])
-            if head == payload["commit"]:
-                return {"branch": payload["branch"], "commit": head}
+            if head != payload["commit"]:
+                return None
+            return {"branch": payload["branch"], "commit": head}
+        if request.kind is EffectKind.COMMENT:
+            found = self._record_with(FOLDERS[request.kind], name_marker(self._name(request)))
+            if found is not None and key_marker(request.key) in found[1]:
+                return self._identity(found[0])
             return None
-        return next(iter(self.records(request.kind, request.key)), None)
+        if request.kind in {EffectKind.REPLY}:
+            found = self._record_with(FOLDERS[request.kind], key_marker(request.key))
+            return None if found is None else self._identity(found[0])
+        found = self._record_with(FOLDERS[request.kind], json.dumps(request.key))
+        return None if found is None else self._identity(found[0])
 
-    def records(self, kind: str, key: str) -> list[dict[str, Any]]:
-        """Every record of ``kind`` carrying ``key`` (more than one would be a duplicate)."""
-        folder = self.outbox / _FOLDERS.get(kind, kind)
-        if not folder.is_dir():
-            return []
-        marker = comment_marker(key) if kind == "comment" else f'"key": {json.dumps(key)}'
-        return [
-            {"path": str(path.relative_to(self.outbox))}
-            for path in sorted(folder.glob(f"*{_suffix(kind)}"))
-            if marker in path.read_text()
-        ]
+    # -- records -------------------------------------------------------------------------------
 
-    def _folder(self, request: EffectRequest) -> Path:
-        if request.kind not in _FOLDERS:
+    def records(self, kind: EffectKind) -> list[Path]:
+        """Every record of ``kind``'s folder, oldest first (a duplicate would be one more)."""
+        folder = self.outbox / FOLDERS[kind]
+        return sorted(folder.iterdir()) if folder.is_dir() else []
+
+    def _create(self, request: EffectRequest, text: str, suffix: str) -> dict[str, Any]:
+        # Like a POST to a forge, every create makes a new record: a duplicate would show.
+        folder = self.outbox / FOLDERS[request.kind]
+        path = folder / f"{time.time_ns()}-{secrets.token_hex(4)}{suffix}"
+        write_atomic(path, text.encode())
+        return self._identity(path)
+
+    def _record_with(self, folder: str, needle: str) -> tuple[Path, str] | None:
+        directory = self.outbox / folder
+        if not directory.is_dir():
+            return None
+        for path in sorted(directory.iterdir()):
+            text = path.read_text()
+            if needle in text:
+                return path, text
+        return None
+
+    def _identity(self, path: Path) -> dict[str, Any]:
+        return {"path": str(path.relative_to(self.outbox))}
+
+    @staticmethod
+    def _name(request: EffectRequest) -> str:
+        return f"{request.run_id}/{request.payload['name']}"
+
+    def _upsert_comment(self, request: EffectRequest) -> dict[str, Any]:
+        name = self._name(request)
+        body = render_tracking(request.payload["view"], self.words)
+        text = f"{name_marker(name)}\n{key_marker(request.key)}\n{body}"
+        found = self._record_with(FOLDERS[request.kind], name_marker(name))
+        if found is None:
+            return self._create(request, text, ".md")
+        write_atomic(found[0], text.encode())  # edited in place, like a PATCH
+        return self._identity(found[0])
+
+    def _upsert_record(self, request: EffectRequest, identity: str,
+                       record: dict[str, Any]) -> dict[str, Any]:
+        needle = f'"{identity}": {json.dumps(record[identity])}'
+        found = self._record_with(FOLDERS[request.kind], needle)
+        if found is None:
+            return self._create(request, _json({**record, "keys": [request.key]}), ".json")
+        existing = json.loads(found[1])
+        keys = [*existing.get("keys", []), request.key]
+        write_atomic(found[0], _json({**existing, **record, "keys": keys}).encode())
+        return self._identity(found[0])
+
+    def _pull_request(self, request: EffectRequest) -> dict[str, Any]:
+        payload = request.payload
+        return {"branch": payload["branch"], "base": payload["base"], "title": payload["title"],
+                "draft": payload["draft"], "body": render_pull_request(payload, self.words)}
+
+    def _check_run(self, request: EffectRequest) -> dict[str, Any]:
+        payload = dict(request.payload)
+        record = {"name": payload["name"], "head_sha": payload["head_sha"],
+                  "external_id": payload["external_id"], "status": "completed",
+                  "conclusion": payload["conclusion"]}
+        if "review" in payload:
+            text = render_spec_check(payload, self.words)
+            record["output"] = {"title": text.title, "summary": text.summary}
+        else:
+            record["output"] = payload.get("output", {})
+        return record
+
+    def _push(self, request: EffectRequest) -> dict[str, Any]:
+        if self.worktree is None:
+            raise DeterministicFailure(f"effect {request.key}: no worktree to push from")
+        payload = request.payload
+        recipe = payload["recipe"]
+        if not self.workspaces.has_commit(self.worktree, recipe["parent"]):
+            # Decided on another host: the parent was pushed from there.
+            self.workspaces.fetch_branch(self.worktree, remote=payload["remote"],
+                                         branch=payload["branch"])
+        commit = self.workspaces.commit(
+            self.worktree, tree=recipe["tree"], parent=recipe["parent"],
+            message=recipe["message"], when=datetime.fromtimestamp(recipe["date"], tz=UTC),
+        )
+        if commit != payload["commit"]:
             raise DeterministicFailure(
-                f"effect {request.key}: the local sink has no executor for kind {request.kind!r}"
+                f"effect {request.key}: the commit rebuilt from its recipe is {commit}, the"
+                f" decision named {payload['commit']}; the checkpoint or the tree is wrong"
             )
-        return self.outbox / _FOLDERS[request.kind]
+        try:
+            self.workspaces.push(self.worktree, remote=payload["remote"], commit=commit,
+                                 branch=payload["branch"], expect=payload.get("expect"))
+        except PushRejected as exc:
+            raise AuthorityFailure(
+                f"branch {payload['branch']} moved under the run (someone else pushed): {exc};"
+                " the run never forces over it. Decide what to keep, then retry or cancel it",
+                evidence={"branch": payload["branch"], "expected": exc.expected,
+                          "actual": exc.actual},
+            ) from exc
+        return {"branch": payload["branch"], "commit": commit}
 
 
-_FOLDERS = {"comment": "comments", "pull_request": "pull-requests", "check_run": "check-runs"}
-
-
-def _suffix(kind: str) -> str:
-    return ".md" if kind == "comment" else ".json"
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Write-then-rename with fsync: a crash leaves the old file or the whole new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    with open(tmp, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+def _json(value: dict[str, Any]) -> str:
+    return json.dumps(value, indent=2, sort_keys=True) + "\n"

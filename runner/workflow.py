@@ -2,6 +2,10 @@
 
 Nothing else decides a transition. The engine reports what happened (an ``Outcome``) and
 ``transition`` answers with the next state from ``TRANSITIONS``, or raises ``IllegalTransition``.
+
+Three kinds of state: runnable ones have a step for a worker; waits hold no lease and move
+only on a signal (``awaiting_approval``, and the two stops ``failed`` and ``needs_human``,
+which a person may retry); ends (``done``, ``cancelled``) never change again.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from runner.errors import IllegalTransition
+from runner.names import EffectKind, StepId
 
 
 class State(StrEnum):
@@ -40,6 +45,8 @@ class Outcome(StrEnum):
     FAILED = "failed"  # deterministic failure, or transient retries exhausted
     NEEDS_HUMAN = "needs_human"  # authority failure, policy violation, corrupt history
     CANCELLED = "cancelled"
+    RETRIED = "retried"  # signal: a stopped run takes its step up again
+    VERIFICATION_RERUN = "verification_rerun"  # signal: verify the checkpointed tree again
 
 
 @dataclass(frozen=True)
@@ -48,31 +55,39 @@ class Capability:
 
     agent: bool  # an agent process runs in this state
     modify_worktree: bool  # product changes allowed (checked against the tree after the step)
-    effects: frozenset[str] = frozenset()  # remote effect kinds the runner may perform here
+    effects: frozenset[EffectKind] = frozenset()  # remote effects this state's step may decide
 
     def to_dict(self) -> dict[str, object]:
         return {"agent": self.agent, "modify_worktree": self.modify_worktree,
                 "effects": sorted(self.effects)}
 
 
-# The capability profile of every state that runs a step.
+_REVIEW = frozenset({EffectKind.PUSH, EffectKind.PULL_REQUEST, EffectKind.CHECK_RUN})
+# The capability profile of every state that runs a step. The runner (never the agent) decides
+# the effects: specify opens the spec's review (branch, draft pull request, spec check run),
+# verify pushes the candidate and its evidence, publish marks the pull request ready.
 PROFILES: dict[State, Capability] = {
     State.QUEUED: Capability(agent=False, modify_worktree=False),
     State.RESEARCH: Capability(agent=True, modify_worktree=False),
-    # The runner (not the agent) posts the spec for review when the step completes.
-    State.SPECIFY: Capability(agent=True, modify_worktree=False, effects=frozenset({"comment"})),
+    State.SPECIFY: Capability(agent=True, modify_worktree=False, effects=_REVIEW),
     State.IMPLEMENT: Capability(agent=True, modify_worktree=True),
     State.REPAIR: Capability(agent=True, modify_worktree=True),
-    State.VERIFY: Capability(agent=False, modify_worktree=False),
-    State.PUBLISH: Capability(
+    State.VERIFY: Capability(
         agent=False, modify_worktree=False,
-        effects=frozenset({"push", "pull_request", "check_run", "comment"}),
+        effects=frozenset({EffectKind.PUSH, EffectKind.CHECK_RUN}),
+    ),
+    State.PUBLISH: Capability(
+        agent=False, modify_worktree=False, effects=frozenset({EffectKind.PULL_REQUEST}),
     ),
 }
+# Effects any transition may decide: the tracking comment, and answers to signals.
+BOOKKEEPING_EFFECTS = frozenset({EffectKind.COMMENT, EffectKind.REPLY, EffectKind.REACTION})
 
-WAITS: frozenset[State] = frozenset({State.AWAITING_APPROVAL})
-ENDS: frozenset[State] = frozenset({State.DONE, State.FAILED, State.NEEDS_HUMAN, State.CANCELLED})
-# The outcomes any non-terminal state may take, on top of its own row.
+STOPS: frozenset[State] = frozenset({State.FAILED, State.NEEDS_HUMAN})
+WAITS: frozenset[State] = frozenset({State.AWAITING_APPROVAL}) | STOPS
+ENDS: frozenset[State] = frozenset({State.DONE, State.CANCELLED})
+RUNNABLE: frozenset[State] = frozenset(PROFILES)
+# The outcomes any runnable or awaiting state may take, on top of its own row.
 _ESCAPES = {
     Outcome.FAILED: State.FAILED,
     Outcome.NEEDS_HUMAN: State.NEEDS_HUMAN,
@@ -99,14 +114,29 @@ TRANSITIONS: dict[tuple[State, Outcome], State] = {
     **{
         (state, outcome): target
         for state in State
-        if state not in ENDS
+        if state not in ENDS and state not in STOPS
         for outcome, target in _ESCAPES.items()
     },
+    # A stopped run is cancelled, or verifies its checkpointed tree again, on request.
+    **{(state, Outcome.CANCELLED): State.CANCELLED for state in STOPS},
+    **{(state, Outcome.VERIFICATION_RERUN): State.VERIFY for state in STOPS},
 }
+# A retried stop goes back to the state of the step it stopped in: any runnable state, or the
+# approval wait (an approval that timed out waits again).
+RESUMES: frozenset[tuple[State, State]] = frozenset(
+    (stop, target) for stop in STOPS for target in RUNNABLE | {State.AWAITING_APPROVAL}
+)
 
 
-def transition(state: State, outcome: Outcome) -> State:
-    """The next state for ``outcome`` in ``state``; raises ``IllegalTransition`` if none."""
+def transition(state: State, outcome: Outcome, *, step: StepId | None = None) -> State:
+    """The next state for ``outcome`` in ``state``; raises ``IllegalTransition`` if none.
+
+    ``RETRIED`` takes a stopped run back to the state of the step it stopped in (``step``).
+    """
+    if outcome is Outcome.RETRIED and step is not None:
+        target = State(step.state)
+        if (state, target) in RESUMES:
+            return target
     try:
         return TRANSITIONS[(state, outcome)]
     except KeyError:
@@ -118,7 +148,9 @@ def transition(state: State, outcome: Outcome) -> State:
 
 def allowed(state: State, target: State) -> bool:
     """Whether any outcome takes ``state`` to ``target``."""
-    return any(s is state and t is target for (s, _), t in TRANSITIONS.items())
+    return (state, target) in RESUMES or any(
+        s is state and t is target for (s, _), t in TRANSITIONS.items()
+    )
 
 
 def outcomes(state: State) -> list[Outcome]:
@@ -131,12 +163,18 @@ def is_wait(state: State) -> bool:
 
 
 def is_end(state: State) -> bool:
+    """Final: nothing moves the run again."""
     return state in ENDS
+
+
+def is_stopped(state: State) -> bool:
+    """Failed or waiting for a human: no work left unless someone retries or cancels it."""
+    return state in STOPS
 
 
 def is_runnable(state: State) -> bool:
     """A state with a step for a worker to execute (not a wait, not an end)."""
-    return state not in WAITS and state not in ENDS
+    return state in RUNNABLE
 
 
 def verify_outcome(*, passed: bool, repairs_done: int, max_repairs: int) -> Outcome:

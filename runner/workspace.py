@@ -7,10 +7,12 @@ fresh worker on another host rebuilds the same worktree and proves it by hash (D
     mirrors/<name>-<sha1(url)[:12]>.git    bare mirror clone, guarded by <mirror>.lock (flock)
     runs/<run_id>/<epoch>/                 the worktree: the agent's folder
     gitdirs/<run_id>/<epoch>.git           Ratchet's git dir for that worktree
+    gitdirs/<run_id>/objects/              the run's objects, shared by its epochs' git dirs
 
 The worktree is the agent's: whatever it holds, its ``.git`` included, is untrusted. Ratchet's
-own git for a run lives in ``gitdirs/`` (index, HEAD, config, its own objects; the mirror's
-objects through ``objects/info/alternates``), outside the agent's sandbox, and every git call
+own git for a run lives in ``gitdirs/`` (index, HEAD, config; the run's objects, shared by its
+epochs so a commit decided under one lease exists under the next, with the mirror's objects
+through ``objects/info/alternates``), outside the agent's sandbox, and every git call
 names it and the work tree explicitly (``verification.git``), so a planted ``.git`` file,
 config, hook or attribute is never read. The worktree gets a ``.git`` of its own, built here
 before the agent starts, so the agent's ``git status`` and ``git diff`` work; nothing Ratchet
@@ -195,6 +197,16 @@ class Workspaces:
                     f"{repo_url!r} has no commit {rev!r}; check the branch, tag or sha"
                 ) from exc
 
+    def head_branch(self, repo_url: str) -> str | None:
+        """The branch the source's HEAD names (``main``), or None when it is detached."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        result = Git(git_dir=None, cwd=self.root).run(
+            "ls-remote", "--symref", "--", _normalise_url(repo_url), "HEAD", check=False)
+        for line in result.stdout.decode("utf-8", "replace").splitlines():
+            if line.startswith("ref: refs/heads/") and line.endswith("\tHEAD"):
+                return line.removeprefix("ref: refs/heads/").removesuffix("\tHEAD")
+        return None
+
     def read_file(self, repo_url: str, rev: str, path: str) -> bytes | None:
         """The bytes of ``path`` at commit ``rev`` of the repository (fetched), or None."""
         mirror = self._mirror_path(_normalise_url(repo_url))
@@ -270,7 +282,7 @@ class Workspaces:
             scratch_gitdir = gitdir.with_name(f"{gitdir.name}.partial")
             for leftover in (scratch, scratch_gitdir, path):
                 shutil.rmtree(leftover, ignore_errors=True)
-            _init_gitdir(scratch_gitdir, mirror)
+            _init_gitdir(scratch_gitdir, gitdir.parent / "objects", mirror)
             scratch.mkdir(parents=True)
             _run(Git(git_dir=scratch_gitdir, work_tree=scratch), "reset", "--quiet", "--hard", base)
             _init_agent_git(scratch, scratch_gitdir, mirror, base)
@@ -474,6 +486,17 @@ class Workspaces:
             raise PushRejected(remote, branch, expect, self.remote_branch(remote, branch)) from exc
         logger.info("pushed %r to %r branch %r", commit, remote, branch)
 
+    def has_commit(self, worktree: Path, rev: str) -> bool:
+        result = self.git(worktree).run(
+            "cat-file", "-e", "--end-of-options", f"{rev}^{{commit}}", check=False)
+        return result.returncode == 0
+
+    def fetch_branch(self, worktree: Path, *, remote: str, branch: str) -> None:
+        """Bring the remote branch's commits into the run's objects (no ref is written): a
+        host that takes a run over lacks the commits another host decided and pushed."""
+        _run(self.git(worktree), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+             "--", _normalise_url(remote), f"refs/heads/{branch}")
+
     def remote_branch(self, remote: str, branch: str) -> str | None:
         """The sha ``branch`` points at on ``remote``, or None when the branch does not exist."""
         ref = f"refs/heads/{branch}"
@@ -493,15 +516,19 @@ def _text_input(git: Git, data: bytes, env: dict[str, str], *args: str) -> str:
     return _run(git, *args, input=data, env=env).decode().strip()
 
 
-def _init_gitdir(gitdir: Path, mirror: Path) -> None:
-    """A private git dir whose objects come from the mirror (alternates) and whose attributes
-    neutralise any ``.gitattributes`` the worktree holds."""
+def _init_gitdir(gitdir: Path, objects: Path, mirror: Path) -> None:
+    """A private git dir whose objects are the run's (``objects``, shared by its epochs, which
+    borrows the mirror's through alternates) and whose attributes neutralise any
+    ``.gitattributes`` the worktree holds."""
+    (objects / "info").mkdir(parents=True, exist_ok=True)
+    (objects / "pack").mkdir(exist_ok=True)
+    (objects / "info" / "alternates").write_text(f"{mirror / 'objects'}\n")
     gitdir.parent.mkdir(parents=True, exist_ok=True)
     _run(Git(git_dir=None, cwd=gitdir.parent), "init", "--quiet", "--bare", "--template=",
          str(gitdir))
     _run(Git(git_dir=gitdir), "config", "core.bare", "false")
-    (gitdir / "objects" / "info").mkdir(parents=True, exist_ok=True)
-    (gitdir / "objects" / "info" / "alternates").write_text(f"{mirror / 'objects'}\n")
+    shutil.rmtree(gitdir / "objects")
+    (gitdir / "objects").symlink_to(objects.resolve(), target_is_directory=True)
     install_neutral_attributes(gitdir)
 
 

@@ -7,9 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner.errors import IllegalTransition
+from runner.names import StepId
 from runner.workflow import (
     ENDS,
     PROFILES,
+    STOPS,
     TRANSITIONS,
     WAITS,
     Outcome,
@@ -17,6 +19,7 @@ from runner.workflow import (
     allowed,
     is_end,
     is_runnable,
+    is_stopped,
     is_wait,
     outcomes,
     transition,
@@ -24,6 +27,8 @@ from runner.workflow import (
 )
 
 SIGNALS = {Outcome.APPROVED, Outcome.CHANGES_REQUESTED, Outcome.TIMED_OUT}
+# What a person may do with a stopped run.
+STOP_SIGNALS = (Outcome.RETRIED, Outcome.VERIFICATION_RERUN, Outcome.CANCELLED)
 
 
 def step_outcomes(state: State, repairs_done: int, max_repairs: int) -> list[Outcome]:
@@ -38,29 +43,38 @@ def step_outcomes(state: State, repairs_done: int, max_repairs: int) -> list[Out
 @given(choices=st.lists(st.integers(min_value=0, max_value=1000), max_size=200),
        max_repairs=st.integers(min_value=0, max_value=5))
 def test_random_runs_stay_in_the_table_and_stop(choices, max_repairs):
-    state, repairs, taken = State.QUEUED, 0, 0
+    state, repairs, taken, signals = State.QUEUED, 0, 0, 0
+    stopped_in = State.QUEUED  # the state of the step a stop stopped in
     script = iter(choices)
     while True:
         if is_end(state):
             break
+        step = None
         if is_wait(state):
             choice = next(script, None)
             if choice is None:
                 break  # the run waits for a signal: a legal place to stop
-            options = sorted(SIGNALS | {Outcome.CANCELLED})
+            signals += 1
+            options = (sorted(STOP_SIGNALS) if is_stopped(state)
+                       else sorted(SIGNALS | {Outcome.CANCELLED}))
             outcome = options[choice % len(options)]
+            step = StepId(stopped_in.value, 1)
+            if outcome is Outcome.RETRIED:
+                repairs = 0 if stopped_in is State.VERIFY else repairs
         else:
             options = step_outcomes(state, repairs, max_repairs)
             outcome = options[next(script, 0) % len(options)]
-        target = transition(state, outcome)
-        assert (state, outcome) in TRANSITIONS and allowed(state, target)
+            stopped_in = state
+        target = transition(state, outcome, step=step)
+        assert allowed(state, target)
+        if outcome is not Outcome.RETRIED:
+            assert (state, outcome) in TRANSITIONS
         if state is State.REPAIR and outcome is Outcome.COMPLETED:
             repairs += 1
         state, taken = target, taken + 1
-        # Without signals a run reaches a wait or an end in bounded steps: repair is bounded.
-        assert taken < 10 + 4 * (max_repairs + 1) + 4 * len(choices)
+        # Between signals a run reaches a wait or an end in bounded steps: repair is bounded.
+        assert taken < (signals + 1) * (10 + 4 * (max_repairs + 1))
     assert is_wait(state) or is_end(state)
-    assert repairs <= max_repairs
 
 
 @given(state=st.sampled_from(list(State)), outcome=st.sampled_from(list(Outcome)))
@@ -74,10 +88,19 @@ def test_everything_outside_the_table_is_refused(state, outcome):
 
 def test_table_shape():
     assert not any(s in ENDS for s, _ in TRANSITIONS)  # ends are final
+    assert {State.DONE, State.CANCELLED} == ENDS and {State.FAILED, State.NEEDS_HUMAN} == STOPS
     for state in State:
         if is_runnable(state):
             assert state in PROFILES and outcomes(state)
-    assert {State.AWAITING_APPROVAL} == WAITS
+    assert {State.AWAITING_APPROVAL, *STOPS} == WAITS
+    # A stopped run goes back to the state of the step it stopped in, or is cancelled.
+    assert transition(State.NEEDS_HUMAN, Outcome.RETRIED, step=StepId("publish", 1)) is (
+        State.PUBLISH)
+    assert transition(State.FAILED, Outcome.RETRIED, step=StepId("awaiting_approval", 1)) is (
+        State.AWAITING_APPROVAL)
+    assert transition(State.FAILED, Outcome.VERIFICATION_RERUN) is State.VERIFY
+    with pytest.raises(IllegalTransition):
+        transition(State.NEEDS_HUMAN, Outcome.APPROVED)
     assert not PROFILES[State.RESEARCH].modify_worktree
     assert not PROFILES[State.SPECIFY].modify_worktree
     assert PROFILES[State.IMPLEMENT].modify_worktree and PROFILES[State.REPAIR].modify_worktree

@@ -9,7 +9,6 @@ descendant that left the group. Its output is read without following symlinks an
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
 import logging
@@ -28,6 +27,7 @@ from runner.agents.base import AgentResult, AgentTask
 from runner.errors import DeterministicFailure, PolicyViolation, TransientFailure
 from runner.sandbox import Sandbox
 from verification.files import UnsafePath, read_beneath
+from verification.process import stop_group
 
 log = logging.getLogger(__name__)
 
@@ -37,13 +37,9 @@ PLACEHOLDERS = ("prompt", "prompt_file", "output", "phase")
 EXIT_TRANSIENT = 75
 # Short enough that a lost lease stops the agent promptly.
 POLL_INTERVAL = 0.05
-# How long killed processes may take to disappear (be reaped) after SIGKILL.
-KILL_WAIT = 2.0
-# Where Linux lists processes; elsewhere group liveness falls back to killpg(pgid, 0).
-_PROC = Path("/proc")
 # How much of the log end travels as evidence.
 LOG_TAIL_BYTES = 4096
-# Default cap on a phase's output file (RATCHET_MAX_OUTPUT_BYTES overrides it).
+# Default cap on a phase's output file (a setting overrides it).
 MAX_OUTPUT_BYTES = 1 << 20
 
 # One argv element: literal text and placeholder names, in order.
@@ -144,7 +140,7 @@ class CommandAgent:
         finally:
             # In every path: kill what is left of the group (all of it on timeout or
             # cancellation, leftovers after a normal exit) and reap the leader.
-            returncode = _stop_group(proc, self.kill_grace)
+            returncode = stop_group(proc, grace=self.kill_grace)
         duration = time.monotonic() - started
         tail = _read_tail(task.log_file)
         evidence = {
@@ -260,68 +256,6 @@ class CommandAgent:
                 continue
 
 
-def _stop_group(proc: subprocess.Popen[bytes], grace: float) -> int:
-    """SIGTERM the process group, SIGKILL it after ``grace`` seconds; reap the leader.
-
-    Returns once the group is gone (or ``KILL_WAIT`` after the SIGKILL, for a process stuck
-    in the kernel). The leader's pid is the group id (``start_new_session``); the kernel does
-    not reuse it while any member of the group lives, so signalling it after the leader
-    exited is safe.
-    """
-    pgid = proc.pid
-    if _group_alive(proc, pgid):
-        _signal_group(pgid, signal.SIGTERM)
-        if not _wait_group(proc, pgid, grace):
-            _signal_group(pgid, signal.SIGKILL)
-            if not _wait_group(proc, pgid, KILL_WAIT):
-                log.warning("process group %r survived SIGKILL for %rs", pgid, KILL_WAIT)
-    return proc.wait()
-
-
-def _wait_group(proc: subprocess.Popen[bytes], pgid: int, seconds: float) -> bool:
-    """Wait up to ``seconds`` for the group to be gone; say whether it is."""
-    deadline = time.monotonic() + seconds
-    while _group_alive(proc, pgid):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(POLL_INTERVAL)
-    return True
-
-
-def _group_alive(proc: subprocess.Popen[bytes], pgid: int) -> bool:
-    """Whether a process of the group still runs; reaps the leader if it exited.
-
-    Zombies do not count: an orphan's zombie waits for init to reap it, which some container
-    inits do late, and a zombie runs nothing.
-    """
-    proc.poll()
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return not _PROC.is_dir() or _has_running_member(pgid)
-
-
-def _has_running_member(pgid: int) -> bool:
-    """Scan ``/proc`` (Linux) for a non-zombie process in group ``pgid``."""
-    for stat in _PROC.glob("[0-9]*/stat"):
-        try:
-            # After the "(comm)" field: state, ppid, pgrp, ...
-            state, _ppid, pgrp = stat.read_text().rsplit(")", 1)[1].split()[:3]
-        except (OSError, ValueError):
-            continue  # the process ended while we looked
-        if state not in {"Z", "X"} and int(pgrp) == pgid:
-            return True
-    return False
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, sig)
-
-
 def read_output(
     task: AgentTask, *, limit: int, evidence: dict[str, object] | None = None
 ) -> bytes:
@@ -383,4 +317,4 @@ def _describe_exit(returncode: int) -> str:
 def _start_hint(exc: OSError | None) -> str:
     if exc is not None and exc.errno == errno.E2BIG:
         return "the prompt is too long for a command-line argument: use {prompt_file} instead"
-    return "install the command or fix --agent-command / RATCHET_AGENT_COMMAND"
+    return "install the command or fix the run's agent command template"

@@ -83,7 +83,7 @@ class PostgresStore(SqlStore):
         except psycopg.OperationalError as exc:
             raise LedgerUnavailable(
                 f"PostgreSQL ledger {self.url} is unreachable: {_first_line(exc)}; start the"
-                " server or fix RATCHET_STORE_URL"
+                " server or fix the ledger URL"
             ) from exc
         self._pool = ConnectionPool(
             conninfo,

@@ -10,6 +10,7 @@ from typing import Any
 
 from runner.canonical import canonical_json, digest, sha256_hex
 from runner.errors import CorruptCheckpoint
+from runner.names import EffectKind, EventType, SignalKind, SignalStatus, StepId
 from runner.workflow import State
 
 
@@ -28,6 +29,7 @@ class NewRun:
     step: str = "queued.1"
     params: Mapping[str, Any] = field(default_factory=dict)
     event_data: Mapping[str, Any] = field(default_factory=dict)
+    effects: tuple[EffectIntent, ...] = ()  # recorded with the run, applied by its first session
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,10 @@ class Run:
         """Whether some worker holds an unexpired lease on this run."""
         return self.lease_owner is not None and (self.lease_expires_at or 0) > now
 
+    @property
+    def step_id(self) -> StepId:
+        return StepId.parse(self.step)
+
 
 @dataclass(frozen=True)
 class Lease:
@@ -72,7 +78,7 @@ class Lease:
 
 @dataclass(frozen=True)
 class NewEvent:
-    type: str
+    type: EventType
     step: str | None = None
     attempt: int | None = None
     revision: str | None = None
@@ -160,19 +166,20 @@ class Checkpoint:
 
 
 class EffectStatus(StrEnum):
-    INTENDED = "intended"
+    INTENDED = "intended"  # decided and recorded; ``attempts`` says whether it was ever sent
     CONFIRMED = "confirmed"
-    CONFLICT = "conflict"
-    COMPENSATED = "compensated"
+    FAILED = "failed"  # refused for good after the run ended: never sent again
 
 
 @dataclass(frozen=True)
 class EffectIntent:
+    """An effect decided by a transition, recorded in its transaction and applied after it."""
+
     key: str  # <run>:<step>:<name>
     run_id: str
     step: str
-    kind: str  # comment | push | pull_request | check_run
-    payload: Mapping[str, Any]  # host-independent: what to do, kept so resume can reconcile
+    kind: EffectKind
+    payload: Mapping[str, Any]  # host-independent data (never forge wording), hashed
 
     @property
     def payload_hash(self) -> str:
@@ -181,10 +188,12 @@ class EffectIntent:
 
 @dataclass(frozen=True)
 class Effect:
+    """A recorded effect; ``attempts`` counts sends: 0 means it never left this host."""
+
     key: str
     run_id: str
     step: str
-    kind: str
+    kind: EffectKind
     payload_hash: str
     payload: dict[str, Any]
     status: EffectStatus
@@ -224,7 +233,50 @@ class Change:
     deadline: float | None = None
     reason: str | None = None
     head_revision: str | None = None
-    release_lease: bool = False
+    effects: tuple[EffectIntent, ...] = ()  # the outbox: applied after this commits
+    signal: SignalDecision | None = None  # the signal this change answers
+
+
+@dataclass(frozen=True)
+class NewSignal:
+    """A request in a run's inbox. ``id`` names its source (``cli:<uuid>``, a webhook
+    delivery id): the same id twice is recorded once."""
+
+    id: str
+    run_id: str
+    kind: SignalKind
+    author: str
+    origin: str  # where it came from, for the authorizer: "local", "github", ...
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Signal:
+    id: str
+    run_id: str
+    kind: SignalKind
+    author: str
+    origin: str
+    payload: dict[str, Any]
+    status: SignalStatus
+    reason: str | None
+    created_at: float
+    decided_at: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind.value, "author": self.author,
+                "origin": self.origin, "payload": self.payload, "status": self.status.value,
+                "reason": self.reason, "created_at": self.created_at,
+                "decided_at": self.decided_at}
+
+
+@dataclass(frozen=True)
+class SignalDecision:
+    """The answer to one pending signal, committed with the change it causes (if any)."""
+
+    id: str
+    status: SignalStatus
+    reason: str | None = None
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,27 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         CREATE INDEX events_by_type ON events (type);
         """,
     ),
+    (
+        3,
+        """
+        CREATE TABLE signals (
+            id TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL REFERENCES runs (id),
+            kind TEXT NOT NULL,
+            author TEXT NOT NULL,
+            origin TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            status TEXT NOT NULL,
+            reason TEXT,
+            created_at {real} NOT NULL,
+            decided_at {real}
+        );
+        CREATE INDEX signals_by_run ON signals (run_id, created_at);
+        CREATE INDEX signals_pending ON signals (status);
+        ALTER TABLE effects ADD COLUMN position {bigint} NOT NULL DEFAULT 0;
+        CREATE INDEX effects_by_status ON effects (status);
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1][0]

@@ -38,10 +38,14 @@ from runner.ledger.records import (
     Lease,
     NewEvent,
     NewRun,
+    NewSignal,
     RecoveryStats,
     Run,
+    Signal,
+    SignalDecision,
 )
-from runner.workflow import ENDS, WAITS, State, allowed, is_runnable, is_wait
+from runner.names import EffectKind, EventType, SignalKind, SignalStatus
+from runner.workflow import ENDS, WAITS, State, allowed, is_runnable
 
 log = logging.getLogger(__name__)
 
@@ -50,18 +54,29 @@ RUN_COLUMNS = (
     " lease_owner, lease_epoch, lease_expires_at, base_revision, head_revision, ready_at,"
     " deadline, reason, params, last_seq, created_at, updated_at"
 )
-LAST_SEQ = RUN_COLUMNS.replace(" ", "").split(",").index("last_seq")
 EVENT_COLUMNS = "run_id, seq, type, at, step, attempt, lease_epoch, revision, key, data"
 EFFECT_COLUMNS = (
     "key, run_id, step, kind, payload_hash, payload, status, resource, attempts, created_at,"
-    " updated_at"
+    " updated_at, position"
+)
+SIGNAL_COLUMNS = (
+    "id, run_id, kind, author, origin, payload, status, reason, created_at, decided_at"
 )
 _RUNNABLE = tuple(s.value for s in State if is_runnable(s))
 _WAITS = tuple(s.value for s in WAITS)
+_ENDS = tuple(s.value for s in ENDS)
+# A run with work in its inbox or outbox: a pending signal, or an effect not yet confirmed.
+_HAS_WORK = (
+    "(EXISTS (SELECT 1 FROM signals s WHERE s.run_id = runs.id AND s.status = 'pending')"
+    " OR EXISTS (SELECT 1 FROM effects e WHERE e.run_id = runs.id AND e.status = 'intended'))"
+)
+
+Row = dict[str, Any]
 
 
 class Tx:
-    """One open transaction: run statements written with ``?`` placeholders."""
+    """One open transaction: run statements written with ``?`` placeholders; rows come back
+    as dicts keyed by column name, so no reader depends on column positions."""
 
     def __init__(self, conn: Any, placeholder: str) -> None:
         self._conn = conn
@@ -71,16 +86,23 @@ class Tx:
         return sql if self._placeholder == "?" else sql.replace("?", self._placeholder)
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return self._conn.execute(self._sql(sql), tuple(params)).rowcount
+        return int(self._conn.execute(self._sql(sql), tuple(params)).rowcount)
 
     def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self._conn.cursor().executemany(self._sql(sql), [tuple(r) for r in rows])
 
-    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        return self._conn.execute(self._sql(sql), tuple(params)).fetchone()
+    def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        cursor = self._conn.execute(self._sql(sql), tuple(params))
+        row = cursor.fetchone()
+        return None if row is None else _named(cursor, row)
 
-    def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return list(self._conn.execute(self._sql(sql), tuple(params)).fetchall())
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        cursor = self._conn.execute(self._sql(sql), tuple(params))
+        return [_named(cursor, row) for row in cursor.fetchall()]
+
+
+def _named(cursor: Any, row: Sequence[Any]) -> Row:
+    return {column[0]: value for column, value in zip(cursor.description, row, strict=True)}
 
 
 class SqlStore(ABC):
@@ -144,8 +166,8 @@ class SqlStore(ABC):
         with self._write() as tx:
             self._lock_schema(tx)
             tx.run("CREATE TABLE IF NOT EXISTS ledger_schema (version INTEGER NOT NULL)")
-            row = tx.one("SELECT MAX(version) FROM ledger_schema")
-            current = row[0] if row and row[0] is not None else 0
+            row = tx.one("SELECT MAX(version) AS version FROM ledger_schema")
+            current = row["version"] if row and row["version"] is not None else 0
             if current > schema.LATEST:
                 raise LedgerError(
                     f"the ledger has schema version {current}, newer than this Ratchet "
@@ -161,8 +183,8 @@ class SqlStore(ABC):
 
     def schema_version(self) -> int:
         with self._read() as tx:
-            row = tx.one("SELECT MAX(version) FROM ledger_schema")
-        return int(row[0]) if row and row[0] is not None else 0
+            row = tx.one("SELECT MAX(version) AS version FROM ledger_schema")
+        return int(row["version"]) if row and row["version"] is not None else 0
 
     def ping(self) -> None:
         with self._read() as tx:
@@ -187,9 +209,10 @@ class SqlStore(ABC):
             )
             self._insert_events(
                 tx, new.id, 1, 0, at,
-                [NewEvent("RUN_CREATED", step=new.step, attempt=1, revision=new.base_revision,
-                          data=dict(new.event_data))],
+                [NewEvent(EventType.RUN_CREATED, step=new.step, attempt=1,
+                          revision=new.base_revision, data=dict(new.event_data))],
             )
+            self._record_effects(tx, new.id, 0, at, new.effects)
             row = self._select_run(tx, new.id)
         return _run_from_row(row)
 
@@ -220,16 +243,18 @@ class SqlStore(ABC):
         at = _now(now)
         runnable = ", ".join("?" for _ in _RUNNABLE)
         waits = ", ".join("?" for _ in _WAITS)
+        free = "(lease_owner IS NULL AND (woken_at IS NULL OR woken_at <= ?))"
         with self._write() as tx:
             rows = tx.all(
                 f"SELECT {RUN_COLUMNS} FROM runs WHERE"
                 f" (state IN ({runnable}) AND (ready_at IS NULL OR ready_at <= ?) AND ("
-                "   (lease_owner IS NOT NULL AND lease_expires_at <= ?)"
-                "   OR (lease_owner IS NULL AND (woken_at IS NULL OR woken_at <= ?))))"
-                f" OR (state IN ({waits}) AND deadline IS NOT NULL AND deadline <= ?"
-                "  AND lease_owner IS NULL AND (woken_at IS NULL OR woken_at <= ?))"
+                f"   (lease_owner IS NOT NULL AND lease_expires_at <= ?) OR {free}))"
+                f" OR (state IN ({waits}) AND deadline IS NOT NULL AND deadline <= ? AND {free})"
+                f" OR ((ready_at IS NULL OR ready_at <= ?) AND {_HAS_WORK} AND ("
+                f"   (lease_owner IS NOT NULL AND lease_expires_at <= ?) OR {free}))"
                 f" ORDER BY updated_at LIMIT ?{self.lock_clause}",
-                (*_RUNNABLE, at, at, at - rewake_after, *_WAITS, at, at - rewake_after, limit),
+                (*_RUNNABLE, at, at, at - rewake_after, *_WAITS, at, at - rewake_after,
+                 at, at, at - rewake_after, limit),
             )
             runs = [_run_from_row(r) for r in rows]
             woken = []
@@ -237,7 +262,7 @@ class SqlStore(ABC):
                 if run.lease_owner is not None:
                     seq = self._allocate(tx, run.id, 1)
                     self._insert_events(tx, run.id, seq, run.lease_epoch, at, [NewEvent(
-                        "LEASE_EXPIRED", step=run.step, attempt=run.attempt,
+                        EventType.LEASE_EXPIRED, step=run.step, attempt=run.attempt,
                         data={"owner": run.lease_owner, "epoch": run.lease_epoch,
                               "expired_at": run.lease_expires_at, "by": "reaper"},
                     )])
@@ -253,37 +278,38 @@ class SqlStore(ABC):
     def recovery_stats(self, *, now: float | None = None) -> RecoveryStats:
         at = _now(now)
         with self._read() as tx:
-            by_state = {state: int(n) for state, n in
-                        tx.all("SELECT state, COUNT(*) FROM runs GROUP BY state")}
-            counts = dict(tx.all(
-                "SELECT type, COUNT(*) FROM events WHERE type IN (?, ?) GROUP BY type",
-                ("LEASE_EXPIRED", "EFFECT_RECONCILED"),
-            ))
+            by_state = {r["state"]: int(r["n"]) for r in
+                        tx.all("SELECT state, COUNT(*) AS n FROM runs GROUP BY state")}
+            counts = {r["type"]: int(r["n"]) for r in tx.all(
+                "SELECT type, COUNT(*) AS n FROM events WHERE type IN (?, ?) GROUP BY type",
+                (EventType.LEASE_EXPIRED.value, EventType.EFFECT_RECONCILED.value),
+            )}
             lease_events = tx.all(
                 "SELECT run_id, type, at, data FROM events WHERE type IN (?, ?)"
                 " ORDER BY run_id, seq",
-                ("LEASE_EXPIRED", "LEASE_ACQUIRED"),
+                (EventType.LEASE_EXPIRED.value, EventType.LEASE_ACQUIRED.value),
             )
             runnable = ", ".join("?" for _ in _RUNNABLE)
             last_checkpoints = tx.all(
-                "SELECT MAX(c.created_at) FROM runs r JOIN checkpoints c ON c.run_id = r.id"
-                f" WHERE r.state IN ({runnable}) GROUP BY r.id",
+                "SELECT MAX(c.created_at) AS at FROM runs r JOIN checkpoints c ON"
+                f" c.run_id = r.id WHERE r.state IN ({runnable}) GROUP BY r.id",
                 _RUNNABLE,
             )
-            attempts = [int(a) for (a,) in tx.all("SELECT attempt FROM checkpoints")]
+            attempts = [int(r["attempt"]) for r in tx.all("SELECT attempt FROM checkpoints")]
         resume: list[float] = []
         expired: dict[str, float] = {}
-        for run_id, kind, when, data in lease_events:
-            if kind == "LEASE_EXPIRED":
-                expired[run_id] = json.loads(data).get("expired_at") or when
-            elif run_id in expired:
-                resume.append(max(0.0, when - expired.pop(run_id)))
+        for event in lease_events:
+            if event["type"] == EventType.LEASE_EXPIRED:
+                expired[event["run_id"]] = json.loads(event["data"]).get("expired_at") or (
+                    event["at"])
+            elif event["run_id"] in expired:
+                resume.append(max(0.0, event["at"] - expired.pop(event["run_id"])))
         return RecoveryStats(
             runs_by_state=by_state,
-            lease_expirations=int(counts.get("LEASE_EXPIRED", 0)),
-            effect_reconciliations=int(counts.get("EFFECT_RECONCILED", 0)),
+            lease_expirations=counts.get(EventType.LEASE_EXPIRED, 0),
+            effect_reconciliations=counts.get(EventType.EFFECT_RECONCILED, 0),
             resume_seconds=resume,
-            checkpoint_ages=[at - t for (t,) in last_checkpoints],
+            checkpoint_ages=[at - r["at"] for r in last_checkpoints],
             step_attempts=attempts,
         )
 
@@ -306,20 +332,20 @@ class SqlStore(ABC):
             if run.lease_owner is not None and run.lease_owner != owner:
                 events.append(
                     NewEvent(
-                        "LEASE_EXPIRED", step=run.step, attempt=run.attempt,
+                        EventType.LEASE_EXPIRED, step=run.step, attempt=run.attempt,
                         data={"owner": run.lease_owner, "epoch": run.lease_epoch,
                               "expired_at": run.lease_expires_at},
                     )
                 )
             epoch = run.lease_epoch + 1
-            attempt, step_epoch = run.attempt, row[10]
+            attempt, step_epoch = run.attempt, row["step_epoch"]
             if is_runnable(run.state):
                 # A step already held under an earlier lease is being taken up again.
                 if step_epoch is not None:
                     attempt += 1
                 step_epoch = epoch
             events.append(
-                NewEvent("LEASE_ACQUIRED", step=run.step, attempt=attempt,
+                NewEvent(EventType.LEASE_ACQUIRED, step=run.step, attempt=attempt,
                          data={"owner": owner, "ttl": ttl, "state": run.state.value})
             )
             seq = self._allocate(tx, run_id, len(events))
@@ -362,23 +388,12 @@ class SqlStore(ABC):
             if run.lease_epoch != lease.epoch or run.lease_owner != lease.owner:
                 raise self._stale(tx, lease, f"move to {change.state.value}")
             return self._change(tx, run, change, lease.epoch, at, step_epoch=lease.epoch,
-                                last_seq=row[LAST_SEQ])
+                                last_seq=row["last_seq"])
 
-    def signal(self, run_id: str, change: Change, *, now: float | None = None) -> Run:
-        at = _now(now)
-        with self._write() as tx:
-            row = self._select_run(tx, run_id)
-            run = _run_from_row(row)
-            if not is_wait(run.state):
-                raise StaleWrite(
-                    f"run {run_id} is {run.state.value}, not waiting for a signal"
-                )
-            if run.lease_live(at):
-                raise StaleWrite(f"run {run_id} is leased by {run.lease_owner}; retry shortly")
-            return self._change(tx, run, change, run.lease_epoch, at, step_epoch=None,
-                                last_seq=row[LAST_SEQ])
-
-    def cancel(self, run_id: str, *, reason: str, by: str, now: float | None = None) -> Run:
+    def cancel(
+        self, run_id: str, *, reason: str, signal: NewSignal,
+        effects: Sequence[EffectIntent] = (), now: float | None = None,
+    ) -> Run:
         at = _now(now)
         with self._write() as tx:
             run = _run_from_row(self._select_run(tx, run_id))
@@ -387,18 +402,23 @@ class SqlStore(ABC):
             if not allowed(run.state, State.CANCELLED):  # pragma: no cover - table invariant
                 raise IllegalTransition(f"run {run_id} cannot be cancelled from {run.state}")
             epoch = run.lease_epoch + 1  # fences out whoever holds the run now
-            seq = self._allocate(tx, run_id, 1)
+            self._insert_signal(tx, signal, at, status=SignalStatus.ACCEPTED, reason=reason)
+            seq = self._allocate(tx, run_id, 2)
             tx.run(
                 "UPDATE runs SET state = ?, version = version + 1, lease_owner = NULL,"
-                " lease_expires_at = NULL, lease_epoch = ?, reason = ?, updated_at = ?"
-                " WHERE id = ?",
+                " lease_expires_at = NULL, lease_epoch = ?, reason = ?, ready_at = NULL,"
+                " deadline = NULL, updated_at = ? WHERE id = ?",
                 (State.CANCELLED.value, epoch, reason, at, run_id),
             )
-            self._insert_events(tx, run_id, seq, epoch, at, [NewEvent(
-                "RUN_CANCELLED", step=run.step, attempt=run.attempt,
-                data={"reason": reason, "by": by, "was": run.state.value,
-                      "fenced_owner": run.lease_owner},
-            )])
+            self._insert_events(tx, run_id, seq, epoch, at, [
+                NewEvent(EventType.SIGNAL_ACCEPTED, step=run.step,
+                         data={"signal": signal.id, "kind": signal.kind.value,
+                               "author": signal.author}),
+                NewEvent(EventType.RUN_CANCELLED, step=run.step, attempt=run.attempt,
+                         data={"reason": reason, "by": signal.author, "was": run.state.value,
+                               "fenced_owner": run.lease_owner}),
+            ])
+            self._record_effects(tx, run_id, epoch, at, effects)
             return _run_from_row(self._select_run(tx, run_id))
 
     def append(
@@ -428,20 +448,18 @@ class SqlStore(ABC):
                 f"run {run.id} moved to version {run.version} (you acted on {change.version}):"
                 " reload it and decide again"
             )
+        if run.state in ENDS and change.state is not run.state:
+            raise IllegalTransition(f"run {run.id} has ended ({run.state.value})")
         if change.state is not run.state and not allowed(run.state, change.state):
             raise IllegalTransition(
                 f"run {run.id}: {run.state.value} -> {change.state.value} is not in the"
                 " workflow table"
             )
-        if run.state in ENDS:
-            raise IllegalTransition(f"run {run.id} has ended ({run.state.value})")
-        release = change.release_lease
         tx.run(
             "UPDATE runs SET state = ?, step = ?, attempt = ?, step_epoch = ?,"
             " version = version + 1, ready_at = ?, deadline = ?, reason = ?,"
             " head_revision = COALESCE(?, head_revision), updated_at = ?, last_seq = ?"
-            + (", lease_owner = NULL, lease_expires_at = NULL" if release else "")
-            + " WHERE id = ? AND version = ?",
+            " WHERE id = ? AND version = ?",
             (
                 change.state.value, change.step, change.attempt, step_epoch, change.ready_at,
                 change.deadline, change.reason, change.head_revision, at,
@@ -459,6 +477,9 @@ class SqlStore(ABC):
                  sha256_hex(body), at),
             )
         self._link_artifacts(tx, run.id, change.artifacts)
+        self._record_effects(tx, run.id, epoch, at, change.effects)
+        if change.signal is not None:
+            self._decide_signal(tx, run.id, change.signal, at)
         return replace(
             run,
             state=change.state,
@@ -470,8 +491,6 @@ class SqlStore(ABC):
             reason=change.reason,
             head_revision=change.head_revision or run.head_revision,
             updated_at=at,
-            lease_owner=None if release else run.lease_owner,
-            lease_expires_at=None if release else run.lease_expires_at,
         )
 
     # --- history -------------------------------------------------------------------------
@@ -483,7 +502,8 @@ class SqlStore(ABC):
                 (run_id, after),
             )
         return [
-            Event(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], json.loads(r[9]))
+            Event(r["run_id"], r["seq"], r["type"], r["at"], r["step"], r["attempt"],
+                  r["lease_epoch"], r["revision"], r["key"], json.loads(r["data"]))
             for r in rows
         ]
 
@@ -493,7 +513,7 @@ class SqlStore(ABC):
                 "SELECT body, sha256, step FROM checkpoints WHERE run_id = ? ORDER BY position",
                 (run_id,),
             )
-        return [_checkpoint(run_id, step, body, sha) for body, sha, step in rows]
+        return [_checkpoint(run_id, r["step"], r["body"], r["sha256"]) for r in rows]
 
     def checkpoint(self, run_id: str, step: str) -> Checkpoint | None:
         with self._read() as tx:
@@ -501,7 +521,7 @@ class SqlStore(ABC):
                 "SELECT body, sha256 FROM checkpoints WHERE run_id = ? AND step = ?",
                 (run_id, step),
             )
-        return None if row is None else _checkpoint(run_id, step, row[0], row[1])
+        return None if row is None else _checkpoint(run_id, step, row["body"], row["sha256"])
 
     def completed_steps(self, run_id: str) -> list[str]:
         """Steps with a checkpoint, in order (names only: no hash check, for reporting)."""
@@ -509,52 +529,29 @@ class SqlStore(ABC):
             rows = tx.all(
                 "SELECT step FROM checkpoints WHERE run_id = ? ORDER BY position", (run_id,)
             )
-        return [r[0] for r in rows]
+        return [r["step"] for r in rows]
 
     # --- effects -------------------------------------------------------------------------
 
-    def intend_effect(
-        self, lease: Lease, intent: EffectIntent, *, now: float | None = None
-    ) -> Effect:
+    def begin_effect(self, lease: Lease, key: str, *, now: float | None = None) -> Effect:
         at = _now(now)
-        conflict: Effect | None = None
         with self._write() as tx:
-            self._fence(tx, lease, f"record intent of effect {intent.key}")
-            row = tx.one(f"SELECT {EFFECT_COLUMNS} FROM effects WHERE key = ?", (intent.key,))
-            if row is None:
-                tx.run(
-                    f"INSERT INTO effects ({EFFECT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, 1,"
-                    " ?, ?)",
-                    (intent.key, intent.run_id, intent.step, intent.kind, intent.payload_hash,
-                     canonical_json(dict(intent.payload)), EffectStatus.INTENDED.value, at, at),
-                )
-                event = NewEvent("EFFECT_INTENDED", step=intent.step, key=intent.key,
-                                 data={"kind": intent.kind, "payload": intent.payload_hash})
-            else:
-                existing = _effect_from_row(row)
-                if existing.payload_hash != intent.payload_hash:
-                    conflict = existing
-                    event = NewEvent("EFFECT_CONFLICT", step=intent.step, key=intent.key,
-                                     data={"recorded": existing.payload_hash,
-                                           "replayed": intent.payload_hash})
-                else:
-                    tx.run(
-                        "UPDATE effects SET attempts = attempts + 1, updated_at = ? WHERE key = ?",
-                        (at, intent.key),
-                    )
-                    event = NewEvent("EFFECT_REPLAYED", step=intent.step, key=intent.key,
-                                     data={"status": existing.status.value})
-            seq = self._allocate(tx, lease.run_id, 1)
-            self._insert_events(tx, lease.run_id, seq, lease.epoch, at, [event])
-            row = tx.one(f"SELECT {EFFECT_COLUMNS} FROM effects WHERE key = ?", (intent.key,))
-        if conflict is not None:
-            raise EffectConflict(
-                f"effect {intent.key} was recorded with payload {conflict.payload_hash[:12]} and"
-                f" replayed with {intent.payload_hash[:12]}: refused; a changed effect needs a"
-                " new key"
+            self._fence(tx, lease, f"send effect {key}")
+            changed = tx.run(
+                "UPDATE effects SET attempts = attempts + 1, updated_at = ? WHERE key = ?"
+                " AND status = ?",
+                (at, key, EffectStatus.INTENDED.value),
             )
-        assert row is not None
-        return _effect_from_row(row)
+            row = tx.one(f"SELECT {EFFECT_COLUMNS} FROM effects WHERE key = ?", (key,))
+            if row is None or changed != 1:
+                raise LedgerError(f"effect {key} is not waiting to be sent; reload the outbox")
+            effect = _effect_from_row(row)
+            seq = self._allocate(tx, lease.run_id, 1)
+            self._insert_events(tx, lease.run_id, seq, lease.epoch, at, [NewEvent(
+                EventType.EFFECT_ATTEMPTED, step=effect.step, key=key,
+                data={"kind": effect.kind.value, "attempt": effect.attempts},
+            )])
+        return effect
 
     def confirm_effect(
         self,
@@ -581,10 +578,31 @@ class SqlStore(ABC):
             seq = self._allocate(tx, lease.run_id, 1)
             self._insert_events(
                 tx, lease.run_id, seq, lease.epoch, at,
-                [NewEvent("EFFECT_RECONCILED" if reconciled else "EFFECT_CONFIRMED",
-                          step=effect.step, key=key,
-                          data={"kind": effect.kind, "resource": dict(resource)})],
+                [NewEvent(EventType.EFFECT_RECONCILED if reconciled
+                          else EventType.EFFECT_CONFIRMED, step=effect.step, key=key,
+                          data={"kind": effect.kind.value, "resource": dict(resource)})],
             )
+        return effect
+
+    def fail_effect(self, lease: Lease, key: str, reason: str, *,
+                    now: float | None = None) -> Effect:
+        at = _now(now)
+        with self._write() as tx:
+            self._fence(tx, lease, f"give up effect {key}")
+            changed = tx.run(
+                "UPDATE effects SET status = ?, resource = ?, updated_at = ? WHERE key = ?"
+                " AND status = ?",
+                (EffectStatus.FAILED.value, json.dumps({"error": reason}), at, key,
+                 EffectStatus.INTENDED.value),
+            )
+            row = tx.one(f"SELECT {EFFECT_COLUMNS} FROM effects WHERE key = ?", (key,))
+            if row is None or changed != 1:
+                raise LedgerError(f"effect {key} is not waiting to be sent; reload the outbox")
+            effect = _effect_from_row(row)
+            seq = self._allocate(tx, lease.run_id, 1)
+            self._insert_events(tx, lease.run_id, seq, lease.epoch, at, [NewEvent(
+                EventType.EFFECT_FAILED, step=effect.step, key=key,
+                data={"kind": effect.kind.value, "error": reason})])
         return effect
 
     def get_effect(self, key: str) -> Effect | None:
@@ -595,10 +613,49 @@ class SqlStore(ABC):
     def effects(self, run_id: str) -> list[Effect]:
         with self._read() as tx:
             rows = tx.all(
-                f"SELECT {EFFECT_COLUMNS} FROM effects WHERE run_id = ? ORDER BY created_at, key",
+                f"SELECT {EFFECT_COLUMNS} FROM effects WHERE run_id = ?"
+                " ORDER BY position, created_at, key",
                 (run_id,),
             )
         return [_effect_from_row(r) for r in rows]
+
+    # --- signals -------------------------------------------------------------------------
+
+    def add_signal(self, signal: NewSignal, *, now: float | None = None) -> tuple[Signal, bool]:
+        at = _now(now)
+        with self._write() as tx:
+            self._select_run(tx, signal.run_id)  # UnknownRun; and the run row is locked
+            row = tx.one(f"SELECT {SIGNAL_COLUMNS} FROM signals WHERE id = ?", (signal.id,))
+            if row is not None:
+                return _signal_from_row(row), False
+            self._insert_signal(tx, signal, at, status=SignalStatus.PENDING, reason=None)
+            run = _run_from_row(self._select_run(tx, signal.run_id))
+            seq = self._allocate(tx, signal.run_id, 1)
+            self._insert_events(tx, signal.run_id, seq, run.lease_epoch, at, [NewEvent(
+                EventType.SIGNAL_RECEIVED, step=run.step,
+                data={"signal": signal.id, "kind": signal.kind.value, "author": signal.author,
+                      "origin": signal.origin},
+            )])
+            row = tx.one(f"SELECT {SIGNAL_COLUMNS} FROM signals WHERE id = ?", (signal.id,))
+        assert row is not None
+        return _signal_from_row(row), True
+
+    def signals(self, run_id: str, *, status: SignalStatus | None = None) -> list[Signal]:
+        where, params = "run_id = ?", [run_id]
+        if status is not None:
+            where += " AND status = ?"
+            params.append(status.value)
+        with self._read() as tx:
+            rows = tx.all(
+                f"SELECT {SIGNAL_COLUMNS} FROM signals WHERE {where} ORDER BY created_at, id",
+                params,
+            )
+        return [_signal_from_row(r) for r in rows]
+
+    def get_signal(self, signal_id: str) -> Signal | None:
+        with self._read() as tx:
+            row = tx.one(f"SELECT {SIGNAL_COLUMNS} FROM signals WHERE id = ?", (signal_id,))
+        return None if row is None else _signal_from_row(row)
 
     # --- artifacts -----------------------------------------------------------------------
 
@@ -611,7 +668,7 @@ class SqlStore(ABC):
             row = tx.one("SELECT data FROM blobs WHERE sha256 = ?", (sha256,))
         if row is None:
             raise LedgerError(f"no artifact with sha256 {sha256}")
-        data = bytes(row[0])
+        data = bytes(row["data"])
         actual = sha256_hex(data)
         if actual != sha256:
             raise CorruptArtifact(sha256=sha256, actual=actual)
@@ -622,7 +679,7 @@ class SqlStore(ABC):
             rows = tx.all(
                 "SELECT path, sha256 FROM artifacts WHERE run_id = ? ORDER BY path", (run_id,)
             )
-        return {path: sha for path, sha in rows}
+        return {r["path"]: r["sha256"] for r in rows}
 
     def read_artifact(self, run_id: str, path: str) -> bytes | None:
         with self._read() as tx:
@@ -632,7 +689,7 @@ class SqlStore(ABC):
         if row is None:
             return None
         try:
-            return self.get_artifact(row[0])
+            return self.get_artifact(row["sha256"])
         except CorruptArtifact as exc:
             raise exc.about(run_id, path) from None
 
@@ -655,11 +712,11 @@ class SqlStore(ABC):
     def delivery_run(self, delivery_id: str) -> str | None:
         with self._read() as tx:
             row = tx.one("SELECT run_id FROM deliveries WHERE id = ?", (delivery_id,))
-        return None if row is None else row[0]
+        return None if row is None else row["run_id"]
 
     # --- internals -----------------------------------------------------------------------
 
-    def _select_run(self, tx: Tx, run_id: str) -> tuple[Any, ...]:
+    def _select_run(self, tx: Tx, run_id: str) -> Row:
         row = tx.one(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?{self.lock_clause}", (run_id,))
         if row is None:
             raise UnknownRun(run_id)
@@ -672,12 +729,12 @@ class SqlStore(ABC):
         )
         if row is None:
             raise UnknownRun(lease.run_id)
-        if row[0] != lease.epoch or row[1] != lease.owner:
+        if row["lease_epoch"] != lease.epoch or row["lease_owner"] != lease.owner:
             raise self._stale(tx, lease, doing)
 
     def _stale(self, tx: Tx, lease: Lease, doing: str) -> StaleWrite:
         row = tx.one("SELECT lease_epoch, lease_owner FROM runs WHERE id = ?", (lease.run_id,))
-        epoch, owner = (row[0], row[1]) if row else (None, None)
+        epoch, owner = (row["lease_epoch"], row["lease_owner"]) if row else (None, None)
         return StaleWrite(
             f"run {lease.run_id}: refused to {doing}: lease epoch {lease.epoch} held by"
             f" {lease.owner} is no longer current (epoch {epoch}, holder {owner or 'none'});"
@@ -691,7 +748,7 @@ class SqlStore(ABC):
             (count, run_id),
         )
         assert row is not None
-        return int(row[0]) - count + 1
+        return int(row["last_seq"]) - count + 1
 
     def _insert_events(
         self, tx: Tx, run_id: str, first_seq: int, epoch: int, at: float,
@@ -699,10 +756,71 @@ class SqlStore(ABC):
     ) -> None:
         tx.many(
             f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(run_id, first_seq + offset, event.type, at, event.step, event.attempt, epoch,
+            [(run_id, first_seq + offset, str(event.type), at, event.step, event.attempt, epoch,
               event.revision, event.key, json.dumps(dict(event.data), sort_keys=True))
              for offset, event in enumerate(events)],
         )
+
+    def _record_effects(
+        self, tx: Tx, run_id: str, epoch: int, at: float, effects: Sequence[EffectIntent]
+    ) -> None:
+        """Record a transition's outbox: each effect intended, never sent (``attempts`` 0).
+
+        A key recorded before with the same payload is kept as it is (a replayed decision);
+        with another payload it is refused: a changed effect needs a new key.
+        """
+        if not effects:
+            return
+        events = []
+        for intent in effects:
+            row = tx.one("SELECT payload_hash FROM effects WHERE key = ?", (intent.key,))
+            if row is not None:
+                if row["payload_hash"] != intent.payload_hash:
+                    raise EffectConflict(
+                        f"effect {intent.key} was recorded with payload"
+                        f" {row['payload_hash'][:12]} and decided again with"
+                        f" {intent.payload_hash[:12]}: refused; a changed effect needs a new key"
+                    )
+                continue
+            # The order decisions were made in is the order effects are sent in.
+            position = tx.one("SELECT COUNT(*) AS n FROM effects WHERE run_id = ?", (run_id,))
+            tx.run(
+                f"INSERT INTO effects ({EFFECT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, 0,"
+                " ?, ?, ?)",
+                (intent.key, intent.run_id, intent.step, intent.kind.value, intent.payload_hash,
+                 canonical_json(dict(intent.payload)), EffectStatus.INTENDED.value, at, at,
+                 int(position["n"]) if position else 0),
+            )
+            events.append(NewEvent(EventType.EFFECT_INTENDED, step=intent.step, key=intent.key,
+                                   data={"kind": intent.kind.value,
+                                         "payload": intent.payload_hash}))
+        if events:
+            seq = self._allocate(tx, run_id, len(events))
+            self._insert_events(tx, run_id, seq, epoch, at, events)
+
+    def _insert_signal(
+        self, tx: Tx, signal: NewSignal, at: float, *, status: SignalStatus, reason: str | None
+    ) -> None:
+        decided = None if status is SignalStatus.PENDING else at
+        tx.run(
+            f"INSERT INTO signals ({SIGNAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (id) DO NOTHING",
+            (signal.id, signal.run_id, signal.kind.value, signal.author, signal.origin,
+             json.dumps(dict(signal.payload), sort_keys=True), status.value, reason, at,
+             decided),
+        )
+
+    def _decide_signal(self, tx: Tx, run_id: str, decision: SignalDecision, at: float) -> None:
+        changed = tx.run(
+            "UPDATE signals SET status = ?, reason = ?, decided_at = ? WHERE id = ?"
+            " AND run_id = ? AND status = ?",
+            (decision.status.value, decision.reason, at, decision.id, run_id,
+             SignalStatus.PENDING.value),
+        )
+        if changed != 1:
+            raise StaleWrite(
+                f"signal {decision.id} of run {run_id} was already decided; reload the inbox"
+            )
 
     def _put_blob(self, tx: Tx, data: bytes, sha: str | None = None) -> str:
         sha = sha or sha256_hex(data)
@@ -728,27 +846,35 @@ def _now(now: float | None) -> float:
     return time.time() if now is None else now
 
 
-def _run_from_row(row: tuple[Any, ...]) -> Run:
-    (id_, repo, title, body, workflow, issue, pr, state, step, attempt, _step_epoch, version,
-     lease_owner, lease_epoch, lease_expires_at, base, head, ready_at, deadline, reason, params,
-     _last_seq, created_at, updated_at) = row
+def _run_from_row(row: Row) -> Run:
     return Run(
-        id=id_, repo=repo, title=title, body=body, workflow=workflow, issue=issue, pr=pr,
-        state=State(state), step=step, attempt=attempt, version=version,
-        lease_owner=lease_owner, lease_epoch=lease_epoch, lease_expires_at=lease_expires_at,
-        base_revision=base, head_revision=head, ready_at=ready_at, deadline=deadline,
-        reason=reason, params=json.loads(params), created_at=created_at, updated_at=updated_at,
+        id=row["id"], repo=row["repo"], title=row["title"], body=row["body"],
+        workflow=row["workflow"], issue=row["issue"], pr=row["pr"], state=State(row["state"]),
+        step=row["step"], attempt=row["attempt"], version=row["version"],
+        lease_owner=row["lease_owner"], lease_epoch=row["lease_epoch"],
+        lease_expires_at=row["lease_expires_at"], base_revision=row["base_revision"],
+        head_revision=row["head_revision"], ready_at=row["ready_at"], deadline=row["deadline"],
+        reason=row["reason"], params=json.loads(row["params"]), created_at=row["created_at"],
+        updated_at=row["updated_at"],
     )
 
 
-def _effect_from_row(row: tuple[Any, ...]) -> Effect:
-    (key, run_id, step, kind, payload_hash, payload, status, resource, attempts, created,
-     updated) = row
+def _effect_from_row(row: Row) -> Effect:
     return Effect(
-        key=key, run_id=run_id, step=step, kind=kind, payload_hash=payload_hash,
-        payload=json.loads(payload),
-        status=EffectStatus(status), resource=json.loads(resource) if resource else None,
-        attempts=attempts, created_at=created, updated_at=updated,
+        key=row["key"], run_id=row["run_id"], step=row["step"], kind=EffectKind(row["kind"]),
+        payload_hash=row["payload_hash"], payload=json.loads(row["payload"]),
+        status=EffectStatus(row["status"]),
+        resource=json.loads(row["resource"]) if row["resource"] else None,
+        attempts=row["attempts"], created_at=row["created_at"], updated_at=row["updated_at"],
+    )
+
+
+def _signal_from_row(row: Row) -> Signal:
+    return Signal(
+        id=row["id"], run_id=row["run_id"], kind=SignalKind(row["kind"]), author=row["author"],
+        origin=row["origin"], payload=json.loads(row["payload"]),
+        status=SignalStatus(row["status"]), reason=row["reason"],
+        created_at=row["created_at"], decided_at=row["decided_at"],
     )
 
 

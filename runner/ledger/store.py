@@ -14,9 +14,12 @@ from runner.ledger.records import (
     Lease,
     NewEvent,
     NewRun,
+    NewSignal,
     RecoveryStats,
     Run,
+    Signal,
 )
+from runner.names import SignalStatus
 from runner.workflow import State
 
 
@@ -39,7 +42,8 @@ class Store(Protocol):
     ) -> list[Run]:
         """Runs a worker should look at now, marked as woken: runnable runs whose lease
         expired (cleared here, with one LEASE_EXPIRED event) or that have none and were not
-        woken in the last ``rewake_after`` seconds, and waits past their deadline."""
+        woken in the last ``rewake_after`` seconds, waits past their deadline, and runs in
+        any state with a pending signal or an unsent effect."""
         ...
 
     def recovery_stats(self, *, now: float | None = None) -> RecoveryStats: ...
@@ -56,7 +60,9 @@ class Store(Protocol):
 
     # fenced writes
     def apply(self, lease: Lease, change: Change, *, now: float | None = None) -> Run:
-        """Commit a state change with its events, checkpoint and artifacts in one transaction."""
+        """Commit a state change with its events, checkpoint, artifacts, outbox effects and
+        signal decision in one transaction (``EffectConflict`` for a key decided before with
+        another payload)."""
         ...
 
     def append(
@@ -70,13 +76,13 @@ class Store(Protocol):
         """Record events and artifacts without changing the run's state (still fenced)."""
         ...
 
-    def signal(self, run_id: str, change: Change, *, now: float | None = None) -> Run:
-        """A change to a run that waits (no lease held), e.g. an approval; CAS on version."""
-        ...
-
-    def cancel(self, run_id: str, *, reason: str, by: str, now: float | None = None) -> Run:
+    def cancel(
+        self, run_id: str, *, reason: str, signal: NewSignal,
+        effects: Sequence[EffectIntent] = (), now: float | None = None,
+    ) -> Run:
         """End a run that has not ended, whoever holds it: the lease epoch moves on, so the
-        holder's next write (or heartbeat) is refused and it stops."""
+        holder's next write (or heartbeat) is refused and it stops. ``signal`` is recorded
+        as accepted and ``effects`` (the tracking comment) in the same transaction."""
         ...
 
     # history
@@ -91,11 +97,8 @@ class Store(Protocol):
         ...
 
     # effects
-    def intend_effect(
-        self, lease: Lease, intent: EffectIntent, *, now: float | None = None
-    ) -> Effect:
-        """Record intent, or return the key's existing record; ``EffectConflict`` if the
-        payload hash differs."""
+    def begin_effect(self, lease: Lease, key: str, *, now: float | None = None) -> Effect:
+        """Count one more send of an intended effect, before it is sent (fenced)."""
         ...
 
     def confirm_effect(
@@ -107,8 +110,22 @@ class Store(Protocol):
         reconciled: bool = False,
         now: float | None = None,
     ) -> Effect: ...
+    def fail_effect(self, lease: Lease, key: str, reason: str, *,
+                    now: float | None = None) -> Effect:
+        """Give up an intended effect for good (the run has ended and it was refused)."""
+        ...
+
     def get_effect(self, key: str) -> Effect | None: ...
     def effects(self, run_id: str) -> list[Effect]: ...
+
+    # signals
+    def add_signal(self, signal: NewSignal, *, now: float | None = None) -> tuple[Signal, bool]:
+        """Put a signal in the run's inbox; a second signal with the same id is not recorded
+        (``False``, with the first one)."""
+        ...
+
+    def signals(self, run_id: str, *, status: SignalStatus | None = None) -> list[Signal]: ...
+    def get_signal(self, signal_id: str) -> Signal | None: ...
 
     # artifacts
     def put_artifact(self, data: bytes) -> str: ...

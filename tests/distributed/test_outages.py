@@ -66,7 +66,9 @@ def test_broker_outage_mid_run(tmp_path, postgres_url):
         assert approved.returncode == 0
         assert "broker is unreachable" in approved.stdout + approved.stderr
         time.sleep(OUTAGE_SECONDS)
-        assert group.ratchet.status(run_id)["state"] == "implement"
+        status = group.ratchet.status(run_id)  # recorded in the inbox, answered once woken
+        assert status["state"] == "awaiting_approval"
+        assert [s["kind"] for s in status["pending_signals"]] == ["approve"]
         broker.start()
         group.wait_for_state(run_id, {"done"})
         assert all(w.poll() is None for w in workers)

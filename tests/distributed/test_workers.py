@@ -31,9 +31,7 @@ def wait_for(path: Path, timeout: float = 60) -> None:
 def assert_finished_once(group, run_id: str) -> None:
     ratchet = group.ratchet
     assert Counter(ratchet.agent_runs()) == Counter(AGENT_STEPS)
-    records = Counter(key for _, key in ratchet.outbox_records(run_id))
-    assert set(records.values()) == {1} and len(records) == 4, records
-    assert len(git(ratchet.repo, "reflog", "show", f"ratchet/{run_id}").splitlines()) == 1
+    ratchet.assert_published_once(run_id)
     events = ratchet.events(run_id)
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     confirmations = Counter(e["key"] for e in events

@@ -7,11 +7,13 @@ and its agent but never the test.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
 import subprocess
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,7 +103,7 @@ class Ratchet:
         return json.loads(result.stdout)
 
     def spec_hash(self, run_id: str) -> str:
-        return self.status(run_id)["next_action"].split("--hash ")[1].split("`")[0]
+        return str(self.status(run_id)["spec_sha256"])[:12]
 
     def approve(self, run_id: str, *options: str) -> subprocess.CompletedProcess[str]:
         """``ratchet approve-spec`` with the current spec's hash."""
@@ -124,20 +126,63 @@ class Ratchet:
     def branch_tree(self, run_id: str) -> str:
         return git(self.repo, "rev-parse", f"ratchet/{run_id}^{{tree}}").strip()
 
-    def outbox_records(self, run_id: str) -> list[tuple[str, str]]:
-        """(kind folder, effect key) for every record the local sink wrote, duplicates kept."""
-        outbox = self.home / "runs" / run_id / "outbox"
-        found = []
-        for path in sorted(outbox.rglob("*")):
+    def outbox(self, run_id: str) -> Outbox:
+        """Every record the local sink wrote for the run, duplicates kept, oldest first."""
+        folder = self.home / "runs" / run_id / "outbox"
+        found = Outbox()
+        for path in sorted(folder.rglob("*")):
             if not path.is_file():
                 continue
             text = path.read_text()
             if path.suffix == ".md":
-                key = text.split("ratchet:key=", 1)[1].split(" -->", 1)[0]
+                name = text.split("ratchet:name=", 1)[1].split(" -->", 1)[0] if (
+                    "ratchet:name=" in text) else None
+                keys = [k.split(" -->", 1)[0] for k in text.split("ratchet:key=")[1:]]
+                found.comments.append({"name": name, "keys": keys, "text": text})
             else:
-                key = json.loads(text)["key"]
-            found.append((path.parent.name, key))
+                record = json.loads(text)
+                {"pull-requests": found.pull_requests, "check-runs": found.check_runs,
+                 "reactions": found.reactions}[path.parent.name].append(record)
         return found
+
+    def branch_pushes(self, run_id: str) -> list[str]:
+        """The commits the run's branch pointed at, oldest first (its reflog)."""
+        log = git(self.repo, "reflog", "show", "--format=%H", f"ratchet/{run_id}")
+        return list(reversed(log.split()))
+
+    def assert_published_once(self, run_id: str, *, verified_heads: int = 2,
+                              spec_heads: int = 1, replies: int = 0) -> None:
+        """What a finished run leaves on its forge: one tracking comment (edited in place),
+        one pull request (draft, then ready), one check run per head and name, the replies
+        its refused signals earned, and a branch that only ever fast-forwarded."""
+        outbox = self.outbox(run_id)
+        tracking = [c for c in outbox.comments if c["name"] == f"{run_id}/tracking"]
+        assert len(tracking) == 1, outbox.comments
+        assert f"`{run_id}`: done" in tracking[0]["text"]
+        assert len([c for c in outbox.comments if c["name"] is None]) == replies
+        [pull] = outbox.pull_requests
+        assert pull["branch"] == f"ratchet/{run_id}" and pull["draft"] is False
+        assert any(k.endswith(":pull-request") and ":specify." in k for k in pull["keys"])
+        ids = Counter(c["external_id"] for c in outbox.check_runs)
+        assert set(ids.values()) == {1}, ids
+        by_name = Counter(c["name"] for c in outbox.check_runs)
+        assert by_name == {"ratchet/spec": spec_heads, "ratchet/verify": verified_heads}
+        pushes = self.branch_pushes(run_id)
+        assert len(pushes) == spec_heads + verified_heads, pushes
+        for older, newer in itertools.pairwise(pushes):
+            assert git(self.repo, "rev-parse", f"{newer}^").strip() == older  # fast-forward
+        heads = {c["head_sha"] for c in outbox.check_runs}
+        assert heads == set(pushes)
+        final = [c for c in outbox.check_runs if c["head_sha"] == pushes[-1]]
+        assert [c["conclusion"] for c in final] == ["success"]
+
+
+@dataclass
+class Outbox:
+    comments: list[dict[str, Any]] = field(default_factory=list)
+    pull_requests: list[dict[str, Any]] = field(default_factory=list)
+    check_runs: list[dict[str, Any]] = field(default_factory=list)
+    reactions: list[dict[str, Any]] = field(default_factory=list)
 
 
 def processes_with_env(name: str, value: str, *, agents_only: bool = True) -> list[int]:
@@ -208,10 +253,11 @@ def drive_to_done(ratchet: Ratchet, *, crash: str | None = None,
          "Add calc.add(a, b).")
     run_id = ratchet.run_id()
     for _ in range(max_commands):
-        state = ratchet.status(run_id)["state"]
-        if state == "done":
+        status = ratchet.status(run_id)
+        state = status["state"]
+        if state == "done" and status["next_action"]["kind"] == "none_done":
             return run_id, fired
-        if state == "awaiting_approval":
+        if state == "awaiting_approval" and not status["pending_signals"]:
             call("approve-spec", run_id, "--hash", ratchet.spec_hash(run_id))
         else:
             assert state not in {"failed", "needs_human"}, ratchet.status(run_id)

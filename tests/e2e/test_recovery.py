@@ -6,7 +6,6 @@ import os
 import signal
 import sqlite3
 import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -61,9 +60,7 @@ def test_frozen_stale_worker_is_fenced_out(ratchet, tmp_path):
     takeover = next(e for e in events if e["type"] == "LEASE_EXPIRED")
     assert all(e["lease"] > takeover["data"]["epoch"] for e in events
                if e["seq"] > takeover["seq"])
-    records = Counter(key for _, key in ratchet.outbox_records(run_id))
-    assert set(records.values()) == {1} and len(records) == 4
-    assert len(git(ratchet.repo, "reflog", "show", f"ratchet/{run_id}").splitlines()) == 1
+    ratchet.assert_published_once(run_id)
     assert git(ratchet.repo, "ls-tree", "--name-only", f"ratchet/{run_id}").split() == [
         ".github", "README.md", "calc.py", "test_calc.py"]
 
@@ -116,7 +113,7 @@ def test_research_agent_editing_a_product_file_is_a_policy_violation(ratchet, tm
     status = ratchet.status(run_id)
     assert status["state"] == "needs_human"
     assert "research agent changed the worktree (README.md)" in status["reason"]
-    assert "a human must decide" in status["next_action"]
+    assert "a human must decide" in status["next_action"]["text"]
     folder = ratchet.export(run_id, tmp_path / "export")
     evidence = (folder / "evidence/research.1.policy-violation.patch").read_text()
     assert "research was here" in evidence
@@ -145,7 +142,9 @@ def test_cancel_stops_the_worker_and_its_agent(ratchet, tmp_path):
     status = ratchet.status(run_id)
     assert status["state"] == "cancelled" and status["reason"] == "superseded"
     events = ratchet.events(run_id)
-    assert events[-1]["type"] == "RUN_CANCELLED"
+    cancelled = next(e for e in events if e["type"] == "RUN_CANCELLED")
+    assert all(e["type"] in {"EFFECT_INTENDED", "EFFECT_ATTEMPTED", "EFFECT_CONFIRMED",
+                             "LEASE_ACQUIRED"} for e in events if e["seq"] > cancelled["seq"])
     assert ratchet("cancel", run_id).returncode == 2  # already ended
 
 

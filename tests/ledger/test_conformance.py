@@ -24,7 +24,10 @@ from runner.ledger.records import (
     EffectStatus,
     NewEvent,
     NewRun,
+    NewSignal,
+    SignalDecision,
 )
+from runner.names import EffectKind, SignalKind, SignalStatus
 from runner.workflow import State
 
 T0 = 1_000_000.0
@@ -38,6 +41,15 @@ def new_run(store, run_id="r1", **kw):
 def raw(store, sql, params=()):
     with store._write() as tx:
         return tx.run(sql, params)
+
+
+def comment(key="r1:x:c", body="hi", run_id="r1"):
+    return EffectIntent(key, run_id, key.split(":")[1], EffectKind.COMMENT, {"body": body})
+
+
+def same(run, **kw):
+    """A change that keeps ``run`` where it is."""
+    return Change(run.version, run.state, run.step, attempt=run.attempt, **kw)
 
 
 def test_create_run_records_run_created(store):
@@ -146,7 +158,7 @@ def test_stale_version_and_stale_epoch_are_refused(store):
     with pytest.raises(StaleWrite):
         store.append(a, events=[NewEvent("ZOMBIE")])
     with pytest.raises(StaleWrite):
-        store.intend_effect(a, EffectIntent("r1:x:c", "r1", "x", "comment", {"body": "hi"}))
+        store.apply(a, same(store.get_run("r1"), effects=(comment(),)))
     assert store.events("r1") == before
     assert store.effects("r1") == []
     assert store.get_run("r1").state is State.QUEUED
@@ -162,12 +174,19 @@ def test_transitions_outside_the_table_are_refused(store):
     assert store.get_run("r1").state is State.QUEUED
 
 
-def test_ended_run_accepts_no_change(store):
+def test_ended_run_accepts_no_change_of_state(store):
     new_run(store)
+    store.cancel("r1", reason="stop", signal=cancel_signal())
     lease = store.acquire_lease("r1", "A", ttl=10, now=T0)
-    run = store.apply(lease, Change(store.get_run("r1").version, State.FAILED, "queued.1"))
+    run = store.get_run("r1")
     with pytest.raises(IllegalTransition, match="ended"):
-        store.apply(lease, Change(run.version, State.FAILED, "queued.1"))
+        store.apply(lease, Change(run.version, State.RESEARCH, "research.1"))
+    # Its outbox may still be sent: recording events keeps the state.
+    assert store.apply(lease, same(run, events=(NewEvent("NOTE"),))).state is State.CANCELLED
+
+
+def cancel_signal(signal_id="cli:1"):
+    return NewSignal(signal_id, "r1", SignalKind.CANCEL, author="alice", origin="local")
 
 
 def test_event_sequence_is_gapless_under_concurrency(store):
@@ -232,7 +251,7 @@ def test_artifacts_are_content_addressed_and_verified(store):
     sha = store.put_artifact(b"same bytes")
     assert sha == sha256_hex(b"same bytes") and store.put_artifact(b"same bytes") == sha
     with store._read() as tx:
-        assert tx.one("SELECT COUNT(*) FROM blobs WHERE sha256 = ?", (sha,))[0] == 1
+        assert tx.one("SELECT COUNT(*) AS n FROM blobs WHERE sha256 = ?", (sha,))["n"] == 1
     assert store.get_artifact(sha) == b"same bytes"
     raw(store, "UPDATE blobs SET data = ? WHERE sha256 = ?", (b"other bytes", sha))
     with pytest.raises(CorruptArtifact):
@@ -248,27 +267,48 @@ def test_artifact_path_points_at_latest_content(store):
     assert store.artifacts("r1") == {"spec.md": sha256_hex(b"v2")}
 
 
-def test_effect_intent_replay_conflict_and_confirm(store):
+def test_outbox_is_recorded_with_its_change_then_sent_and_confirmed(store):
     new_run(store)
     lease = store.acquire_lease("r1", "A", ttl=10)
-    intent = EffectIntent("r1:publish.1:comment", "r1", "publish.1", "comment", {"body": "a"})
-    first = store.intend_effect(lease, intent)
-    assert first.status is EffectStatus.INTENDED and first.attempts == 1
+    intent = comment("r1:publish.1:comment", "a")
+    store.apply(lease, same(store.get_run("r1"), effects=(intent,)))
+    [first] = store.effects("r1")
+    assert first.status is EffectStatus.INTENDED and first.attempts == 0  # never sent
     assert first.payload == {"body": "a"} and first.payload_hash == intent.payload_hash
-    again = store.intend_effect(lease, intent)
-    assert again.status is EffectStatus.INTENDED and again.attempts == 2
+    # The same decision replayed changes nothing; another payload under the key is refused,
+    # and with it the whole change.
+    store.apply(lease, same(store.get_run("r1"), effects=(intent,)))
+    assert store.effects("r1") == [first]
+    run = store.get_run("r1")
     with pytest.raises(EffectConflict, match="refused"):
-        store.intend_effect(
-            lease, EffectIntent(intent.key, "r1", "publish.1", "comment", {"body": "b"})
-        )
+        store.apply(lease, Change(run.version, State.RESEARCH, "research.1",
+                                  effects=(comment(intent.key, "b"),)))
+    assert store.get_run("r1").state is State.QUEUED
+    sent = store.begin_effect(lease, intent.key)
+    assert sent.attempts == 1 and sent.status is EffectStatus.INTENDED
     confirmed = store.confirm_effect(lease, intent.key, {"id": 7})
     assert confirmed.status is EffectStatus.CONFIRMED and confirmed.resource == {"id": 7}
     assert store.get_effect(intent.key) == confirmed
-    assert [e.key for e in store.effects("r1")] == [intent.key]
     types = [e.type for e in store.events("r1") if e.key == intent.key]
-    assert types == ["EFFECT_INTENDED", "EFFECT_REPLAYED", "EFFECT_CONFLICT", "EFFECT_CONFIRMED"]
+    assert types == ["EFFECT_INTENDED", "EFFECT_ATTEMPTED", "EFFECT_CONFIRMED"]
+    with pytest.raises(LedgerError, match="not waiting"):
+        store.begin_effect(lease, intent.key)
     with pytest.raises(LedgerError, match="no intent"):
         store.confirm_effect(lease, "r1:x:unknown", {})
+
+
+def test_effects_keep_their_decision_order_and_can_be_given_up(store):
+    new_run(store)
+    lease = store.acquire_lease("r1", "A", ttl=10)
+    keys = [f"r1:s.1:{name}" for name in ("zeta", "alpha", "mid")]
+    store.apply(lease, same(store.get_run("r1"), effects=tuple(comment(k) for k in keys)))
+    store.apply(lease, same(store.get_run("r1"), effects=(comment("r1:s.2:aaa"),)))
+    assert [e.key for e in store.effects("r1")] == [*keys, "r1:s.2:aaa"]
+    failed = store.fail_effect(lease, keys[0], "422 from the forge")
+    assert failed.status is EffectStatus.FAILED and failed.resource == {
+        "error": "422 from the forge"}
+    with pytest.raises(LedgerError, match="not waiting"):
+        store.fail_effect(lease, keys[0], "again")
 
 
 def test_deliveries_are_seen_once(store):
@@ -277,45 +317,51 @@ def test_deliveries_are_seen_once(store):
     assert store.delivery_run("guid-1") is None
 
 
-def test_signal_only_on_a_wait_without_lease(store):
+def test_signals_are_recorded_once_per_source_and_decided_once(store):
     new_run(store)
+    approve = NewSignal("github:delivery-1", "r1", SignalKind.APPROVE, author="ann",
+                        origin="github", payload={"hash": "abcdef"})
+    first, created = store.add_signal(approve, now=T0)
+    again, created_again = store.add_signal(approve, now=T0 + 1)
+    assert created and not created_again and again == first
+    assert first.status is SignalStatus.PENDING and first.payload == {"hash": "abcdef"}
+    assert [s.id for s in store.signals("r1", status=SignalStatus.PENDING)] == [first.id]
+    assert [e.type for e in store.events("r1")].count("SIGNAL_RECEIVED") == 1
     lease = store.acquire_lease("r1", "A", ttl=10, now=T0)
     run = store.get_run("r1")
-    with pytest.raises(StaleWrite, match="not waiting"):
-        store.signal("r1", Change(run.version, State.IMPLEMENT, "implement.1"), now=T0)
-    # Walk to the wait through the table and release the lease on entering it.
-    for state, step in [(State.RESEARCH, "research.1"), (State.SPECIFY, "specify.1")]:
-        run = store.apply(lease, Change(run.version, state, step), now=T0)
-    run = store.apply(lease, Change(run.version, State.AWAITING_APPROVAL, "awaiting_approval.1",
-                                    release_lease=True), now=T0)
-    assert run.lease_owner is None
-    approved = store.signal(
-        "r1",
-        Change(run.version, State.IMPLEMENT, "implement.1", events=(NewEvent("SPEC_APPROVED"),)),
-        now=T0,
-    )
-    assert approved.state is State.IMPLEMENT and store.get_run("r1") == approved
-    with pytest.raises(StaleWrite):
-        store.signal("r1", Change(run.version, State.IMPLEMENT, "implement.1"), now=T0)
+    decision = SignalDecision(first.id, SignalStatus.REFUSED, "no spec yet")
+    store.apply(lease, same(run, signal=decision), now=T0 + 2)
+    decided = store.get_signal(first.id)
+    assert decided.status is SignalStatus.REFUSED and decided.reason == "no spec yet"
+    assert decided.decided_at == T0 + 2 and store.signals("r1", status=SignalStatus.PENDING) == []
+    with pytest.raises(StaleWrite, match="already decided"):
+        store.apply(lease, same(store.get_run("r1"), signal=decision))
+    with pytest.raises(UnknownRun):
+        store.add_signal(NewSignal("x", "nope", SignalKind.CANCEL, author="a", origin="local"))
 
 
 def test_wake_due_expires_dead_leases_once_and_throttles_rewakes(store):
-    for rid in ("free", "held", "expired", "backoff", "waiting", "overdue"):
+    for rid in ("free", "held", "expired", "backoff", "waiting", "overdue", "signalled"):
         new_run(store, rid)
     store.acquire_lease("held", "A", ttl=100, now=T0)
     store.acquire_lease("expired", "A", ttl=1, now=T0)
     lease = store.acquire_lease("backoff", "A", ttl=100, now=T0)
     store.apply(lease, Change(store.get_run("backoff").version, State.QUEUED, "queued.1",
-                              attempt=2, ready_at=T0 + 500, release_lease=True), now=T0)
-    for rid, deadline in (("waiting", T0 + 500), ("overdue", T0 + 5)):
+                              attempt=2, ready_at=T0 + 500), now=T0)
+    store.release_lease(lease)
+    for rid, deadline in (("waiting", T0 + 500), ("overdue", T0 + 5), ("signalled", T0 + 500)):
         lease = store.acquire_lease(rid, "A", ttl=100, now=T0)
         run = store.get_run(rid)
         for state in (State.RESEARCH, State.SPECIFY):
             run = store.apply(lease, Change(run.version, state, f"{state.value}.1"), now=T0)
         store.apply(lease, Change(run.version, State.AWAITING_APPROVAL, "awaiting_approval.1",
-                                  deadline=deadline, release_lease=True), now=T0)
+                                  deadline=deadline), now=T0)
+        store.release_lease(lease)
+    # A waiting run with a signal in its inbox is woken too.
+    store.add_signal(NewSignal("s1", "signalled", SignalKind.CANCEL, author="a",
+                               origin="local"), now=T0)
     woken = store.wake_due(now=T0 + 10, rewake_after=30)
-    assert {r.id for r in woken} == {"free", "expired", "overdue"}
+    assert {r.id for r in woken} == {"free", "expired", "overdue", "signalled"}
     assert all(r.lease_owner is None for r in woken)
     expired = store.get_run("expired")
     assert expired.lease_owner is None and expired.lease_epoch == 1
@@ -323,7 +369,7 @@ def test_wake_due_expires_dead_leases_once_and_throttles_rewakes(store):
     # Woken runs are not woken again until rewake_after has passed; the lease expired once.
     assert store.wake_due(now=T0 + 20, rewake_after=30) == []
     assert {r.id for r in store.wake_due(now=T0 + 41, rewake_after=30)} == {
-        "free", "expired", "overdue"}
+        "free", "expired", "overdue", "signalled"}
     assert [e.type for e in store.events("expired")].count("LEASE_EXPIRED") == 1
     # A takeover after the reaper cleared the lease records no second expiry.
     store.acquire_lease("expired", "B", ttl=10, now=T0 + 42)
@@ -339,7 +385,8 @@ def test_recovery_stats(store):
     lease = store.acquire_lease("b", "A", ttl=5, now=T0)
     store.apply(lease, Change(store.get_run("b").version, State.RESEARCH, "research.1",
                               checkpoint=Checkpoint("b", "queued.1", 2, {}, {})), now=T0 + 1)
-    store.intend_effect(lease, EffectIntent("b:x:c", "b", "x", "comment", {"body": "1"}))
+    store.apply(lease, same(store.get_run("b"), effects=(comment("b:x:c", "1", "b"),)))
+    store.begin_effect(lease, "b:x:c")
     store.confirm_effect(lease, "b:x:c", {"id": 1}, reconciled=True)
     stats = store.recovery_stats(now=T0 + 11)
     assert stats.runs_by_state == {"queued": 1, "research": 1}
@@ -358,7 +405,7 @@ def test_list_runs_newest_first_and_by_state(store):
 
 def test_migrations_are_idempotent_and_newer_schema_is_refused(store):
     store.migrate()
-    assert store.schema_version() == schema.LATEST == 2
+    assert store.schema_version() == schema.LATEST == 3
     raw(store, "INSERT INTO ledger_schema (version) VALUES (99)")
     with pytest.raises(LedgerError, match="newer than this Ratchet"):
         store.migrate()
@@ -367,7 +414,7 @@ def test_migrations_are_idempotent_and_newer_schema_is_refused(store):
 def test_cancel_fences_out_the_holder(store):
     new_run(store)
     lease = store.acquire_lease("r1", "A", ttl=30, now=T0)
-    cancelled = store.cancel("r1", reason="not needed", by="alice", now=T0 + 1)
+    cancelled = store.cancel("r1", reason="not needed", signal=cancel_signal(), now=T0 + 1)
     assert cancelled.state is State.CANCELLED and cancelled.lease_owner is None
     assert cancelled.lease_epoch == lease.epoch + 1 and cancelled.reason == "not needed"
     with pytest.raises(StaleWrite):
@@ -376,5 +423,7 @@ def test_cancel_fences_out_the_holder(store):
         store.append(lease, events=[NewEvent("ZOMBIE")])
     event = store.events("r1")[-1]
     assert event.type == "RUN_CANCELLED" and event.data["fenced_owner"] == "A"
+    [signal] = store.signals("r1")
+    assert signal.status is SignalStatus.ACCEPTED and signal.kind is SignalKind.CANCEL
     with pytest.raises(IllegalTransition, match="already ended"):
-        store.cancel("r1", reason="again", by="alice")
+        store.cancel("r1", reason="again", signal=cancel_signal("cli:2"))

@@ -81,7 +81,7 @@ def test_unreachable_server_names_the_host_but_not_the_password():
         PostgresStore(url)
     message = str(info.value)
     assert f"127.0.0.1:{port}" in message and "hunter2" not in message
-    assert "RATCHET_STORE_URL" in message
+    assert "fix the ledger URL" in message  # the command line names the setting
 
 
 def test_redact_hides_passwords_in_urls_and_conninfo():

@@ -1,0 +1,117 @@
+"""What callers hand the ledger: new runs, signals for a run's inbox, a local cancel.
+
+Nothing here executes a run. A new run is validated before it exists (its agent command
+template, its repository config at the base), so a usage error is refused where it is made;
+its first tracking edit is recorded with it. A signal is recorded (once per source id) and
+answered by the worker holding the run. A cancel by the local user is applied at once, fencing
+out whoever holds the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from pathlib import Path
+
+from runner.agents.command import parse_template
+from runner.errors import RatchetError
+from runner.ledger.records import NewRun, NewSignal, Run, Signal
+from runner.ledger.store import Store
+from runner.names import SignalKind
+from runner.tracking import tracking_edit
+from runner.workflow import State
+from runner.workspace import Workspaces
+from verification.config import CONFIG_PATH, ConfigError, parse_repository_config
+
+log = logging.getLogger(__name__)
+
+LOCAL = "local"  # the origin of signals from this host's user
+
+
+def new_run_id() -> str:
+    return f"r-{time.strftime('%Y%m%d')}-{secrets.token_hex(4)}"
+
+
+def create_local_run(
+    store: Store, workspaces: Workspaces, repo: Path, *, title: str, body: str,
+    agent_command: str | None, runs_root: Path,
+) -> Run:
+    """A run for a local git repository, based at its current HEAD; its local outbox is
+    ``runs_root/<run>/outbox`` (fixed here, so every worker on every host uses the same one).
+
+    Raises ``RatchetError`` for an agent command that is missing or cannot be parsed and for
+    a repository config at the base that cannot be used: no run is created then.
+    """
+    repo_url = str(repo.resolve())
+    if not agent_command:
+        raise RatchetError(
+            "no agent command: give one (the run's agent command template), for example"
+            " 'claude -p {prompt}'"
+        )
+    try:
+        parse_template(agent_command)
+    except ValueError as exc:
+        raise RatchetError(str(exc)) from None
+    base = workspaces.resolve(repo_url)
+    check_config(workspaces, repo_url, base)
+    run_id = new_run_id()
+    branch = f"ratchet/{run_id}"
+    outbox = runs_root / run_id / "outbox"
+    params = {"agent_command": agent_command, "remote": repo_url, "outbox": str(outbox),
+              "branch": branch, "base_branch": workspaces.head_branch(repo_url) or base}
+    provisional = Run(
+        id=run_id, repo=repo_url, title=title, body=body, workflow="issue", issue=None,
+        pr=None, state=State.QUEUED, step="queued.1", attempt=1, version=1, lease_owner=None,
+        lease_epoch=0, lease_expires_at=None, base_revision=base, head_revision=None,
+        ready_at=None, deadline=None, reason=None, params=params, created_at=time.time(),
+        updated_at=time.time(),
+    )
+    tracking = tracking_edit(provisional, state=State.QUEUED, step="queued.1", reason=None,
+                             completed=[], spec_sha256=None, at=provisional.created_at)
+    run = store.create_run(NewRun(
+        id=run_id, repo=repo_url, title=title, body=body, base_revision=base, params=params,
+        event_data={"title": title}, effects=(tracking.intent(),),
+    ), now=provisional.created_at)
+    log.info("run %r created for %r at %r", run.id, repo_url, base)
+    return run
+
+
+def check_config(workspaces: Workspaces, repo_url: str, base: str) -> None:
+    """Refuse a run whose repository config at ``base`` is unusable, before it exists."""
+    data = workspaces.read_file(repo_url, base, CONFIG_PATH)
+    if data is None:
+        return
+    try:
+        parse_repository_config(data)
+    except ConfigError as exc:
+        raise RatchetError(
+            f"the repository config at {base[:12]} is invalid: {exc}; fix it on the base"
+            " branch, then start the run"
+        ) from None
+
+
+def local_signal(run_id: str, kind: SignalKind, *, author: str,
+                 **payload: str) -> NewSignal:
+    """A signal from this host's user, with a fresh source id."""
+    return NewSignal(id=f"cli:{secrets.token_hex(8)}", run_id=run_id, kind=kind,
+                     author=author, origin=LOCAL, payload=payload)
+
+
+def send_signal(store: Store, signal: NewSignal) -> Signal:
+    """Put ``signal`` in its run's inbox (once per source id); the holder answers it."""
+    recorded, created = store.add_signal(signal)
+    if not created:
+        log.info("signal %r was recorded before; not recorded again", signal.id)
+    return recorded
+
+
+def cancel_now(store: Store, run_id: str, *, reason: str, author: str) -> Run:
+    """The local user's cancel: applied at once, whoever holds the run (a fencing takeover),
+    recorded as an accepted signal with the tracking comment's edit."""
+    run = store.get_run(run_id)
+    signal = local_signal(run_id, SignalKind.CANCEL, author=author, reason=reason)
+    tracking = tracking_edit(run, state=State.CANCELLED, step=run.step, reason=reason,
+                             completed=store.completed_steps(run_id), spec_sha256=None,
+                             at=time.time())
+    return store.cancel(run_id, reason=reason, signal=signal, effects=(tracking.intent(),))

@@ -1,0 +1,174 @@
+"""Words for people, from the runner's data: tracking comments, pull request bodies, replies
+to signals, the spec's check run. Pure.
+
+The runner's records hold data; this module turns it into Markdown. How a person acts on a run
+differs by forge (a slash command on GitHub, a CLI command locally), so every renderer takes a
+``Vocabulary`` from the edge that supplies it; nothing here names a command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from runner.signals import Refusal
+from runner.views import NextActionKind
+
+# Hidden markers that let an executor find what it wrote (a comment by name, an effect by key).
+NAME_MARKER = "<!-- ratchet:name={name} -->"
+KEY_MARKER = "<!-- ratchet:key={key} -->"
+# How much of a spec hash people are asked to type.
+HASH_PREFIX = 12
+_STATUS_MARKS = {
+    "done": "[x]", "running": "[ ] :hourglass:", "waiting": "[ ] :raised_hand:",
+    "stopped": "[ ] :stop_sign:", "pending": "[ ]",
+}
+
+
+class Vocabulary(Protocol):
+    """How people act on a run where they read it: each method returns the exact text to
+    type (a slash command on a forge, a CLI command locally)."""
+
+    def approve(self, run_id: str, spec_prefix: str) -> str: ...
+    def request_changes(self, run_id: str) -> str: ...
+    def retry(self, run_id: str) -> str: ...
+    def cancel(self, run_id: str) -> str: ...
+    def resume(self, run_id: str) -> str: ...
+    def mention(self, author: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class CheckRunText:
+    title: str
+    summary: str
+
+
+def name_marker(name: str) -> str:
+    return NAME_MARKER.format(name=name)
+
+
+def key_marker(key: str) -> str:
+    return KEY_MARKER.format(key=key)
+
+
+def say_next_action(action: Mapping[str, Any], run_id: str, words: Vocabulary) -> str:
+    """The next action as one sentence with the commands that perform it."""
+    kind = NextActionKind(action["kind"])
+    if kind is NextActionKind.NONE_DONE:
+        return f"none: the run is done (published {action.get('head') or 'its branch'})"
+    if kind is NextActionKind.NONE_CANCELLED:
+        return "none: the run was cancelled"
+    if kind is NextActionKind.WAIT_FOR_HOLDER:
+        return (f"wait: {action['owner']} holds the lease on {action['step']} (renewed by its"
+                f" heartbeat; if that worker died, {_code(words.resume(run_id))} takes over once"
+                " it expires)")
+    if kind is NextActionKind.WAIT_FOR_RETRY:
+        return (f"wait: a retry of {action['step']} is scheduled;"
+                f" {_code(words.resume(run_id))} runs it then")
+    if kind is NextActionKind.RESUME:
+        unsent, signals = action.get("unsent") or 0, action.get("signals") or 0
+        work = [f"answers {signals} signal(s)" if signals else "",
+                f"sends {unsent} recorded effect(s)" if unsent else ""]
+        settle = f"; it first {' and '.join(w for w in work if w)}" if any(work) else ""
+        return f"{_code(words.resume(run_id))}: continues from {action['step']}{settle}"
+    if kind is NextActionKind.REVIEW_SPEC:
+        prefix = str(action.get("spec_sha256") or "")[:HASH_PREFIX]
+        return (f"review spec.md, then {_code(words.approve(run_id, prefix))} or"
+                f" {_code(words.request_changes(run_id))}")
+    if kind is NextActionKind.HUMAN_DECISION:
+        return (f"a human must decide: {action.get('reason')}; then"
+                f" {_code(words.retry(run_id))} or {_code(words.cancel(run_id))}")
+    return (f"fix the cause ({action.get('reason')}), then {_code(words.retry(run_id))}, or"
+            f" {_code(words.cancel(run_id))}")
+
+
+def render_tracking(view: Mapping[str, Any], words: Vocabulary) -> str:
+    """The run's tracking comment: phases, elapsed time, spec hash, the next action."""
+    run_id = view["run"]
+    lines = [f"### Ratchet run `{run_id}`: {view['state'].replace('_', ' ')}", ""]
+    for phase in view["phases"]:
+        mark = _STATUS_MARKS.get(phase["status"], "[ ]")
+        repairs = f" ({phase['repairs']} repair(s))" if phase.get("repairs") else ""
+        lines.append(f"- {mark} {phase['phase'].replace('_', ' ')}{repairs}")
+    lines += ["", f"Branch `{view['branch']}` · elapsed {_duration(view['elapsed_s'])}"]
+    if view.get("spec_sha256") and view["state"] == "awaiting_approval":
+        lines.append(f"Spec sha256: `{view['spec_sha256']}`")
+    if view.get("reason") and view["state"] in {"failed", "needs_human", "cancelled"}:
+        lines.append(f"Reason: {view['reason']}")
+    lines += ["", f"Next: {say_next_action(view['next_action'], run_id, words)}"]
+    return "\n".join(lines) + "\n"
+
+
+def render_pull_request(payload: Mapping[str, Any], words: Vocabulary) -> str:
+    """The pull request body: the spec, its sha256, and how to approve or send it back."""
+    spec = payload["spec"]
+    run_id = payload["run"]
+    prefix = spec["sha256"][:HASH_PREFIX]
+    parts = [
+        f"Ratchet run `{run_id}` proposes this specification for review.",
+        f"Spec sha256: `{spec['sha256']}`",
+        f"- approve it: `{words.approve(run_id, prefix)}`\n"
+        f"- send it back: `{words.request_changes(run_id)}`",
+        "---",
+        spec["text"].rstrip() + "\n",
+    ]
+    if payload.get("summary"):
+        parts += ["---", "**Implementation summary**", payload["summary"].rstrip() + "\n"]
+    return "\n\n".join(parts)
+
+
+def render_reply(payload: Mapping[str, Any], words: Vocabulary) -> str:
+    """One reply to a refused signal: why, and what would work."""
+    refusal = Refusal(payload["refusal"])
+    params = payload.get("params", {})
+    run_id = payload["run"]
+    author = payload.get("author", "")
+    who = f"{words.mention(author)}: " if author else ""
+    if refusal is Refusal.NOT_PERMITTED:
+        text = (f"your command was not applied: {params.get('detail') or 'not permitted'}."
+                " Someone with write access to the repository can run it.")
+    elif refusal is Refusal.NOT_WAITING_FOR_APPROVAL:
+        text = (f"there is no spec waiting for approval (the run is {params.get('state')}).")
+    elif refusal is Refusal.STALE_HASH:
+        current = str(params.get("current", ""))
+        text = (f"`{params.get('given') or '(none)'}` is not the current spec's hash."
+                f" The current spec is `{current}`: review it, then"
+                f" `{words.approve(run_id, current[:HASH_PREFIX])}`.")
+    elif refusal is Refusal.NO_SPEC:
+        text = "the run has no spec to approve yet."
+    elif refusal is Refusal.EMPTY_MESSAGE:
+        text = ("a change request needs text saying what to change:"
+                f" `{words.request_changes(run_id)}`.")
+    elif refusal is Refusal.NOTHING_TO_RETRY:
+        text = (f"there is nothing to retry: the run is {params.get('state')}, not stopped.")
+    elif refusal is Refusal.NOTHING_TO_VERIFY:
+        text = (f"verification cannot be rerun now (the run is {params.get('state')}).")
+    else:
+        text = f"the run has ended ({params.get('state')}); start a new one."
+    return f"{who}{text}\n"
+
+
+def render_spec_check(payload: Mapping[str, Any], words: Vocabulary) -> CheckRunText:
+    """The spec's check run: it asks for approval of this exact hash."""
+    run_id = payload["run"]
+    sha = payload["review"]["spec_sha256"]
+    return CheckRunText(
+        title="Spec awaiting approval",
+        summary=(f"Ratchet run `{run_id}` waits for a reviewer to approve its specification"
+                 f" (sha256 `{sha}`) in the pull request.\n\nApprove with"
+                 f" `{words.approve(run_id, sha[:HASH_PREFIX])}`, or send it back with"
+                 f" `{words.request_changes(run_id)}`.\n"),
+    )
+
+
+def _code(text: str) -> str:
+    return f"`{text}`"
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours}h {minutes}m"
+    return f"{minutes}m {secs}s" if minutes else f"{secs}s"

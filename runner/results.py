@@ -1,0 +1,104 @@
+"""Typed checkpoint results: what each kind of step recorded, read back by name, not by key.
+
+A checkpoint stores its result as canonical JSON (``Checkpoint.result``); these models are the
+only way the runner reads it. Unknown fields are ignored, so a newer runner's records stay
+readable by an older one; missing required fields raise ``ValidationError``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from runner.ledger.records import Checkpoint
+
+R = TypeVar("R", bound="StepRecord")
+
+
+class StepRecord(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    outcome: str
+
+    @classmethod
+    def of(cls: type[R], checkpoint: Checkpoint) -> R:
+        return cls.model_validate(checkpoint.result)
+
+
+class TreeRecord(StepRecord):
+    """A step after which the worktree is known: its tree hash and the patch from the base."""
+
+    tree: str
+    patch: str | None = None  # artifact sha256 of the patch; None: the base tree itself
+    commit: str | None = None  # the run's branch head decided by this step (pushed after it)
+
+
+class PreparedRecord(TreeRecord):
+    """The queued step: the repository config read at the base, and the base tree."""
+
+    config: dict[str, Any]
+    base: str
+
+
+class OutputRef(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    path: str
+    sha256: str
+
+
+class AgentRecord(TreeRecord):
+    """An agent step: its output artifact, its exit, and where it ran."""
+
+    output: OutputRef
+    exit_code: int
+    duration_s: float
+    sandbox: str = "bwrap"
+    spec_sha256: str | None = None  # specify: the spec under review
+
+
+class FailingCheckRecord(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    id: str
+    command: str
+    status: str
+    exit_code: int | None
+    log_tail: str
+
+
+class VerifyRecord(TreeRecord):
+    """Verification of a tree: the plan's hash, the conclusion, each check's result."""
+
+    plan: str
+    conclusion: str
+    results: list[dict[str, Any]]
+    failing: list[FailingCheckRecord]
+    sandbox: str = "bwrap"
+
+
+class SignalRecord(StepRecord):
+    """A wait answered by a signal: who approved which spec, or asked for what."""
+
+    signal: str
+    by: str
+    approved: str | None = None  # the spec's sha256
+    changes_requested: str | None = None
+
+
+def last_tree(history: list[Checkpoint]) -> TreeRecord | None:
+    """The most recent checkpoint that recorded the worktree's tree."""
+    for checkpoint in reversed(history):
+        if "tree" in checkpoint.result:
+            return TreeRecord.of(checkpoint)
+    return None
+
+
+def branch_head(history: list[Checkpoint]) -> str | None:
+    """The run's branch head as last decided (the commit of the latest step that made one)."""
+    for checkpoint in reversed(history):
+        commit = checkpoint.result.get("commit")
+        if commit:
+            return str(commit)
+    return None

@@ -1,0 +1,575 @@
+"""One lease on one run: reconcile, then send the outbox, answer the inbox and run steps until
+the run waits, ends, or has a retry scheduled.
+
+Reconcile rebuilds the worktree from the last checkpoint (proved by hash), takes over a dead
+holder's leftovers on this host, and wires the outbox. Then, in a loop: every intended effect
+is sent (``runner/effects.py``); one pending signal is answered (``runner/signals.py``);
+a wait past its deadline times out; a runnable state's step runs (``runner/steps/``). Every
+state change goes through ``_commit``: one fenced transaction holding the change, its events,
+its checkpoint and artifacts, its outbox (the tracking comment's edit among them) and the
+signal it answers. A refused write means another worker owns the run: the session stops.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from runner.agents.base import Agent
+from runner.canonical import digest, sha256_hex
+from runner.decisions import (
+    Limits,
+    approval_timed_out_reason,
+    attempts_exhausted,
+    decide_failure,
+)
+from runner.effects import EffectExecutor, EffectRequest, Outbox, effect_key
+from runner.errors import (
+    AmbiguousFailure,
+    AuthorityFailure,
+    CorruptArtifact,
+    CorruptRecord,
+    LedgerError,
+    StaleWrite,
+    StepFailure,
+    TransientFailure,
+    WorkspaceError,
+    WorkspaceMismatch,
+)
+from runner.faults import CrashPoints
+from runner.lease import Heartbeat
+from runner.ledger.records import (
+    Change,
+    Checkpoint,
+    EffectStatus,
+    Lease,
+    NewEvent,
+    Run,
+    Signal,
+    SignalDecision,
+)
+from runner.ledger.store import Store
+from runner.names import EffectKind, EventType, SignalKind, SignalStatus, StepId
+from runner.recovery import Leftovers, Recovery
+from runner.redact import Redactor
+from runner.results import PreparedRecord, last_tree
+from runner.sandbox import Sandbox
+from runner.scratch import remove_scratch, scrub_scratch
+from runner.signals import Authorizer, decide_signal
+from runner.steps import STEPS, StepInput, StepResult, StepServices
+from runner.steps.base import read_patch
+from runner.tracking import tracking_edit
+from runner.workflow import (
+    BOOKKEEPING_EFFECTS,
+    PROFILES,
+    Outcome,
+    State,
+    is_end,
+    is_runnable,
+    is_stopped,
+    transition,
+)
+from runner.workspace import Workspaces
+from verification.config import RepositoryConfig
+
+log = logging.getLogger(__name__)
+
+# The event recording entry into each state: a step started, a wait begun, an end.
+ENTRY_EVENTS = {
+    State.RESEARCH: EventType.RESEARCH_STARTED,
+    State.SPECIFY: EventType.SPEC_STARTED,
+    State.IMPLEMENT: EventType.IMPLEMENTATION_STARTED,
+    State.VERIFY: EventType.VERIFICATION_STARTED,
+    State.REPAIR: EventType.REPAIR_STARTED,
+    State.PUBLISH: EventType.PUBLISH_STARTED,
+    State.AWAITING_APPROVAL: EventType.AWAITING_APPROVAL,
+    State.DONE: EventType.RUN_COMPLETED,
+    State.FAILED: EventType.RUN_FAILED,
+    State.NEEDS_HUMAN: EventType.NEEDS_HUMAN,
+    State.CANCELLED: EventType.RUN_CANCELLED,
+}
+
+OnChange = Callable[[Run, Run], None]
+
+
+@dataclass(frozen=True)
+class SessionParts:
+    """What every session of an engine shares (built once by ``runner/engine.py``)."""
+
+    store: Store
+    workspaces: Workspaces
+    home: Path
+    lease_seconds: float
+    limits: Limits
+    approval_timeout: float | None
+    agent_timeout: float
+    max_output_bytes: int
+    sandbox: Sandbox
+    redact: Redactor
+    child_env: Mapping[str, str] | None
+    crash: CrashPoints
+    agent_for: Callable[[Run], Agent]
+    executor_for: Callable[[Run, Path | None], EffectExecutor]
+    authorizer: Authorizer
+    on_change: OnChange
+    stopping: Callable[[], bool] = field(default=lambda: False)
+
+
+class Session:
+    """One lease on one run (see the module docstring)."""
+
+    def __init__(self, parts: SessionParts, lease: Lease) -> None:
+        self.parts = parts
+        self.store = parts.store
+        self.run_id = lease.run_id
+        self.heartbeat = Heartbeat(parts.store, lease, ttl=parts.lease_seconds,
+                                   interrupt=self._cancel_waiting)
+        self.worktree: Path | None = None
+        self.outbox: Outbox | None = None
+        self.leftovers: dict[str, Leftovers] = {}
+
+    @property
+    def lease(self) -> Lease:
+        return self.heartbeat.lease
+
+    def execute(self) -> Run:
+        try:
+            with self.heartbeat:
+                return self._execute()
+        finally:
+            try:
+                self.store.release_lease(self.heartbeat.lease)
+            except LedgerError as exc:  # it expires on its own; never mask the real outcome
+                log.warning("run %r: could not release the lease: %s", self.run_id, exc)
+
+    def _execute(self) -> Run:
+        run = self.store.get_run(self.run_id)
+        if attempts_exhausted(run, self.parts.limits):
+            return self._stop(run, Outcome.FAILED, (
+                f"{run.step} was taken up {run.attempt} times without completing (its worker"
+                " died each time); fix the cause, then retry the run"),
+                [NewEvent(EventType.STEP_FAILED, step=run.step, attempt=run.attempt,
+                          data={"class": "attempts_exhausted"})])
+        try:
+            self._reconcile(run)
+        except (CorruptRecord, WorkspaceMismatch) as exc:
+            return self._distrust(run, exc)
+        except WorkspaceError as exc:
+            return self._fail(run, TransientFailure(f"workspace: {exc}"))
+        while True:
+            self._check_lease()
+            run = self.store.get_run(self.run_id)
+            if self._outbox_pending(run) and not self._flush(run):
+                run = self.store.get_run(self.run_id)
+                break
+            run = self.store.get_run(self.run_id)
+            try:
+                answered = self._answer_signal(run)
+            except CorruptRecord as exc:
+                if is_stopped(run.state):
+                    self._refuse_all(run, exc)
+                    continue
+                return self._distrust(run, exc)
+            if answered is not None:
+                continue
+            if (run.state is State.AWAITING_APPROVAL and run.deadline is not None
+                    and run.deadline <= time.time()):
+                self._time_out(run)
+                continue
+            if not is_runnable(run.state) or self.parts.stopping():
+                break
+            if run.ready_at is not None and run.ready_at > time.time():
+                break  # a retry is scheduled: the queue or the reaper wakes it
+            if self.worktree is None:  # a signal made a waiting run runnable
+                self._reconcile(run)
+            self._step(run)
+        if run.state is State.DONE and not self._outbox_pending(run):
+            self.parts.workspaces.remove_run(run.id)
+            remove_scratch(self.parts.home / "scratch" / run.id)
+        elif is_end(run.state) or is_stopped(run.state):
+            scrub_scratch(self.parts.home / "scratch" / run.id, self.parts.redact)
+        return run
+
+    # --- reconcile -----------------------------------------------------------------------
+
+    def _reconcile(self, run: Run) -> None:
+        """Rebuild the worktree from the last checkpoint and take over what a dead holder left."""
+        workspaces = self.parts.workspaces
+        needs_tree = is_runnable(run.state) or any(
+            e.kind is EffectKind.PUSH for e in self._pending_effects(run))
+        if needs_tree and run.base_revision is not None:
+            history = self.store.checkpoints(run.id)  # CorruptCheckpoint: never use bad history
+            self.worktree = workspaces.checkout(run.id, self.lease.epoch, run.repo,
+                                                run.base_revision)
+            record = last_tree(history)
+            if record is not None:
+                patch = read_patch(self.store, run.id, record.patch)
+                workspaces.restore(self.worktree, run.base_revision, patch, record.tree)
+                recovery = Recovery(self.store, workspaces, self.parts.home,
+                                    self.parts.max_output_bytes,
+                                    _config(history).limits.max_file_bytes)
+                self.leftovers[run.step] = recovery.take_over(
+                    run, self.lease, worktree=self.worktree, scratch=self._scratch(run),
+                    base=run.base_revision, tree=record.tree)
+        executor = self.parts.executor_for(run, self.worktree)
+        self.outbox = Outbox(self.store, lambda: self.heartbeat.lease, executor,
+                             crash=self.parts.crash)
+
+    # --- the outbox ----------------------------------------------------------------------
+
+    def _pending_effects(self, run: Run) -> list[Any]:
+        return [e for e in self.store.effects(run.id) if e.status is EffectStatus.INTENDED]
+
+    def _outbox_pending(self, run: Run) -> bool:
+        return bool(self._pending_effects(run))
+
+    def _flush(self, run: Run) -> bool:
+        """Send the outbox; on a failure decide what it means for the run. True when empty."""
+        assert self.outbox is not None
+        try:
+            self.outbox.flush(run.id)
+            return True
+        except (StaleWrite, LedgerError):
+            raise
+        except StepFailure as failure:
+            self._check_lease()
+            log.warning("run %r: an effect failed (%s): %s", run.id, failure.failure_class,
+                        failure)
+            run = self.store.get_run(run.id)
+            failed = self.outbox.failed
+            if is_end(run.state) and failed is not None and not isinstance(
+                    failure, TransientFailure | AmbiguousFailure):
+                # Nothing can be decided for an ended run: give the effect up, say why.
+                self.store.fail_effect(self.heartbeat.lease, failed.key, str(failure))
+                return True
+            self._fail(run, failure, during="effect")
+            return False
+
+    # --- the inbox -----------------------------------------------------------------------
+
+    def _cancel_waiting(self) -> bool:
+        return any(s.kind is SignalKind.CANCEL
+                   for s in self.store.signals(self.run_id, status=SignalStatus.PENDING))
+
+    def _answer_signal(self, run: Run) -> Run | None:
+        """Answer the oldest pending signal, if any: refused (a reply) or accepted (its
+        transition, and a reaction where it came with a comment)."""
+        pending = self.store.signals(run.id, status=SignalStatus.PENDING)
+        if not pending:
+            return None
+        signal = pending[0]
+        history = self.store.checkpoints(run.id)  # CorruptRecord: the caller stops the run
+        spec = self.store.read_artifact(run.id, "spec.md")
+        spec_sha = sha256_hex(spec) if spec is not None else None
+        authorization = self.parts.authorizer.authorize(run, signal)
+        verdict = decide_signal(
+            run, signal, authorization=authorization, spec_sha256=spec_sha,
+            has_tree=any(StepId.parse(c.step).state == State.IMPLEMENT for c in history),
+        )
+        name = f"{signal.kind.value}.{sha256_hex(signal.id)[:12]}"
+        log.info("run %r: signal %r from %r %s", run.id, signal.id, signal.author,
+                 verdict.reason)
+        if not verdict.accepted:
+            assert verdict.refusal is not None
+            reply = self._effect(run, EffectKind.REPLY, f"reply.{name}", {
+                "run": run.id, "signal": signal.id, "author": signal.author,
+                "refusal": verdict.refusal.value, "params": dict(verdict.params),
+                "in_reply_to": signal.payload.get("comment"),
+            })
+            return self._commit(run, self._unchanged(run, events=(NewEvent(
+                EventType.SIGNAL_REFUSED, step=run.step,
+                data={"signal": signal.id, "kind": signal.kind.value, "author": signal.author,
+                      "refusal": verdict.refusal.value, "params": dict(verdict.params)}),),
+                effects=(reply.intent(),),
+                signal=SignalDecision(signal.id, SignalStatus.REFUSED, verdict.reason)))
+        assert verdict.outcome is not None
+        effects: tuple[EffectRequest, ...] = ()
+        if signal.payload.get("comment") is not None:
+            effects = (self._effect(run, EffectKind.REACTION, f"ack.{name}", {
+                "run": run.id, "signal": signal.id, "content": "eyes",
+                "comment": signal.payload["comment"]}),)
+        return self._accept(run, signal, verdict.outcome, spec_sha, history, effects)
+
+    def _accept(self, run: Run, signal: Signal, outcome: Outcome, spec_sha: str | None,
+                history: list[Checkpoint], effects: tuple[EffectRequest, ...]) -> Run:
+        accepted = NewEvent(EventType.SIGNAL_ACCEPTED, step=run.step,
+                            data={"signal": signal.id, "kind": signal.kind.value,
+                                  "author": signal.author})
+        decision = SignalDecision(signal.id, SignalStatus.ACCEPTED, f"accepted: {outcome.value}")
+        if outcome is Outcome.CANCELLED:
+            reason = f"cancelled by {signal.author}"
+            return self._stop(run, outcome, reason, [accepted], effects=effects,
+                              signal=decision)
+        target = transition(run.state, outcome, step=run.step_id)
+        taken = [c.step for c in history]
+        checkpoint = None
+        events = [accepted]
+        artifacts: dict[str, bytes] = {}
+        if outcome is Outcome.APPROVED:
+            assert spec_sha is not None
+            checkpoint = Checkpoint(run.id, run.step, run.attempt, {"spec": spec_sha}, {
+                "outcome": outcome.value, "signal": signal.id, "by": signal.author,
+                "approved": spec_sha})
+            events.append(NewEvent(EventType.SPEC_APPROVED, step=run.step,
+                                   data={"sha256": spec_sha, "by": signal.author}))
+            artifacts["approved-spec.sha256"] = f"{spec_sha}\n".encode()
+        elif outcome is Outcome.CHANGES_REQUESTED:
+            message = str(signal.payload.get("message", ""))
+            checkpoint = Checkpoint(run.id, run.step, run.attempt, {"spec": spec_sha}, {
+                "outcome": outcome.value, "signal": signal.id, "by": signal.author,
+                "changes_requested": message})
+            events.append(NewEvent(EventType.CHANGES_REQUESTED, step=run.step,
+                                   data={"message": message, "by": signal.author,
+                                         "spec": spec_sha}))
+        else:
+            events.append(NewEvent(EventType.RUN_RESUMED, step=run.step,
+                                   data={"by": signal.author, "to": target.value}))
+        if checkpoint is not None:
+            taken.append(checkpoint.step)
+        step = str(StepId.next_for(target.value, taken))
+        events.append(_entry_event(target, step, None))
+        return self._commit(run, Change(
+            version=run.version, state=target, step=step, attempt=1, events=tuple(events),
+            checkpoint=checkpoint, artifacts=artifacts, deadline=self._deadline(target),
+            effects=tuple(e.intent() for e in effects), signal=decision,
+        ), completed=taken)
+
+    def _refuse_all(self, run: Run, error: CorruptRecord) -> None:
+        """A stopped run whose history is corrupt can answer no signal but cancel: refuse the
+        others as ended (nothing can be retried on untrusted history)."""
+        for signal in self.store.signals(run.id, status=SignalStatus.PENDING):
+            run = self.store.get_run(run.id)
+            if signal.kind is SignalKind.CANCEL:
+                self._stop(run, Outcome.CANCELLED, f"cancelled by {signal.author}", [],
+                           signal=SignalDecision(signal.id, SignalStatus.ACCEPTED, "cancelled"))
+                return
+            self._commit(run, self._unchanged(run, signal=SignalDecision(
+                signal.id, SignalStatus.REFUSED, f"history cannot be trusted: {error}")))
+
+    def _time_out(self, run: Run) -> Run:
+        return self._stop(run, Outcome.TIMED_OUT, approval_timed_out_reason(),
+                          [NewEvent(EventType.APPROVAL_TIMED_OUT, step=run.step)])
+
+    # --- steps ---------------------------------------------------------------------------
+
+    def _step(self, run: Run) -> Run:
+        phase = State(run.state)
+        history = self.store.checkpoints(run.id)
+        inp = self._input(run, history)
+        step_input = {
+            "revision": inp.tree or run.base_revision,
+            "contract": digest({"phase": phase.value, "title": run.title, "body": run.body}),
+            "profile": PROFILES[phase].to_dict(),
+        }
+        try:
+            result = STEPS[phase](inp, self._services(run))
+            self._check_effects(phase, result)
+        except (StaleWrite, LedgerError) as exc:
+            if isinstance(exc, CorruptRecord):
+                return self._distrust(run, exc)
+            raise  # nothing can be recorded: the caller stops, or retries the whole session
+        except StepFailure as failure:
+            if self.heartbeat.stop_work.is_set() and not self.heartbeat.lost.is_set():
+                return run  # a cancel is waiting in the inbox: answer it instead
+            return self._fail(run, failure)
+        except WorkspaceMismatch as exc:
+            return self._distrust(run, exc)
+        except WorkspaceError as exc:
+            return self._fail(run, TransientFailure(f"workspace: {exc}"))
+        except Exception as exc:  # a bug: bounded by the same attempts as a transient failure
+            log.exception("run %r step %r: unexpected error", run.id, run.step)
+            return self._fail(run, TransientFailure(f"internal error in {run.step}: {exc!r}"))
+        return self._complete(run, history, step_input, result)
+
+    def _complete(self, run: Run, history: list[Checkpoint], step_input: dict[str, Any],
+                  result: StepResult) -> Run:
+        target = transition(run.state, result.outcome)
+        checkpoint = Checkpoint(run.id, run.step, run.attempt, step_input,
+                                {**result.record, "outcome": result.outcome.value})
+        taken = [c.step for c in history] + [run.step]
+        # A stop keeps the step it stopped in, so a retry knows what to take up again.
+        step = run.step if is_stopped(target) else str(StepId.next_for(target.value, taken))
+        events = (*result.events, _entry_event(target, step, result.reason))
+        new = self._commit(run, Change(
+            version=run.version, state=target, step=step, attempt=1, events=events,
+            checkpoint=checkpoint, artifacts=result.artifacts,
+            deadline=self._deadline(target), reason=result.reason,
+            head_revision=result.head_revision,
+            effects=tuple(e.intent() for e in result.effects),
+        ), completed=taken)
+        self.parts.crash.reached("after_commit", run.step)
+        return new
+
+    def _check_effects(self, phase: State, result: StepResult) -> None:
+        allowed = PROFILES[phase].effects | BOOKKEEPING_EFFECTS
+        for effect in result.effects:
+            if effect.kind not in allowed:
+                raise AuthorityFailure(
+                    f"a {phase.value} step may not decide a {effect.kind.value} effect"
+                    f" (its profile allows {sorted(k.value for k in allowed)})"
+                )
+
+    def _input(self, run: Run, history: list[Checkpoint]) -> StepInput:
+        assert self.worktree is not None, "a runnable run has a worktree"
+        record = last_tree(history)
+        leftovers = self.leftovers.pop(run.step, Leftovers())
+        return StepInput(
+            run=run, history=tuple(history), worktree=self.worktree, scratch=self._scratch(run),
+            tree=record.tree if record else "", patch_sha=record.patch if record else None,
+            config=_config(history), adopted=leftovers.adopted, salvage=leftovers.salvage,
+        )
+
+    def _services(self, run: Run) -> StepServices:
+        agent_for = self.parts.agent_for
+        return StepServices(
+            store=self.store, workspaces=self.parts.workspaces,
+            agent=lambda: agent_for(run), agent_timeout=self.parts.agent_timeout,
+            sandbox=self.parts.sandbox, redact=self.parts.redact,
+            child_env=self.parts.child_env, crash=self.parts.crash,
+            max_output_bytes=self.parts.max_output_bytes, lease=lambda: self.heartbeat.lease,
+            cancel=self.heartbeat.stop_work,
+        )
+
+    def _scratch(self, run: Run) -> Path:
+        folder = self.parts.home / "scratch" / run.id / str(self.lease.epoch)
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    # --- failures ------------------------------------------------------------------------
+
+    def _fail(self, run: Run, failure: StepFailure, *, during: str = "step") -> Run:
+        self._check_lease()
+        log.warning("run %r %s %r failed (%s): %s", run.id, during, run.step,
+                    failure.failure_class, failure)
+        redact = self.parts.redact
+        record = json.loads(redact(json.dumps(
+            {"class": failure.failure_class, "error": str(failure), "during": during,
+             "evidence": failure.evidence}, sort_keys=True, default=str)))
+        artifacts = {
+            f"evidence/{run.step}.{run.attempt}.json":
+                json.dumps(record, indent=2, sort_keys=True).encode(),
+            **{path: redact.bytes(data) for path, data in failure.artifacts.items()},
+        }
+        decision = decide_failure(run, failure, self.parts.limits)
+        events = [NewEvent(EventType.STEP_FAILED, step=run.step, attempt=run.attempt,
+                           data=record)]
+        events += [NewEvent(t, step=run.step, attempt=run.attempt,
+                            data={"reason": record["error"]}) for t in decision.events
+                   if t is not EventType.STEP_RETRY_SCHEDULED]
+        if decision.outcome is None:
+            events.append(NewEvent(EventType.STEP_RETRY_SCHEDULED, step=run.step,
+                                   attempt=run.attempt,
+                                   data={"delay_s": round(decision.delay, 3),
+                                         "error": record["error"]}))
+            return self._commit(run, self._unchanged(
+                run, events=tuple(events), artifacts=artifacts,
+                ready_at=time.time() + decision.delay))
+        reason = redact(decision.reason)
+        return self._stop(run, decision.outcome, reason, events, artifacts)
+
+    def _distrust(self, run: Run, error: CorruptRecord | WorkspaceMismatch) -> Run:
+        """Corrupt history is never used: stop for a human, naming what is corrupt."""
+        if isinstance(error, CorruptArtifact):
+            event = NewEvent(EventType.ARTIFACT_CORRUPT, step=run.step, data={
+                "path": error.path, "sha256": error.sha256, "actual": error.actual,
+                "error": str(error)})
+        else:
+            event = NewEvent(EventType.CHECKPOINT_CORRUPT, step=run.step,
+                             data={"error": str(error)})
+        return self._stop(run, Outcome.NEEDS_HUMAN, f"history cannot be trusted: {error}",
+                          [event])
+
+    def _stop(
+        self, run: Run, outcome: Outcome, reason: str, events: list[NewEvent],
+        artifacts: Mapping[str, bytes] | None = None, *,
+        effects: tuple[EffectRequest, ...] = (), signal: SignalDecision | None = None,
+    ) -> Run:
+        target = transition(run.state, outcome)
+        return self._commit(run, Change(
+            version=run.version, state=target, step=run.step, attempt=run.attempt,
+            events=(*events, _entry_event(target, run.step, reason)),
+            artifacts=dict(artifacts or {}), reason=reason,
+            effects=tuple(e.intent() for e in effects), signal=signal,
+        ))
+
+    def _check_lease(self) -> None:
+        if self.heartbeat.lost.is_set():
+            raise self._lost()
+
+    def _lost(self) -> StaleWrite:
+        """Why this session may no longer write: cancelled, or taken over."""
+        run = self.store.get_run(self.run_id)
+        if run.state is State.CANCELLED:
+            scrub_scratch(self.parts.home / "scratch" / run.id, self.parts.redact)
+            return StaleWrite(f"run {run.id} was cancelled ({run.reason}); stopping")
+        return StaleWrite(f"run {run.id}: lease lost to another worker; stopping")
+
+    # --- the one write -------------------------------------------------------------------
+
+    def _commit(self, run: Run, change: Change, *, completed: list[str] | None = None) -> Run:
+        """Write ``change`` fenced by the lease; a change of state also edits the tracking
+        comment (its edit recorded in the same transaction). Effect payloads are redacted."""
+        effects = [self._redacted(e) for e in change.effects]
+        if change.state is not run.state:
+            taken = completed if completed is not None else self.store.completed_steps(run.id)
+            effects.append(self._tracking(run, change, taken).intent())
+        new = self.store.apply(self.heartbeat.lease, replace(change, effects=tuple(effects)))
+        self.parts.on_change(run, new)
+        return new
+
+    def _unchanged(self, run: Run, **fields: Any) -> Change:
+        """A change that keeps the run where it is (events, a scheduled retry, a refusal)."""
+        return Change(**{
+            "version": run.version, "state": run.state, "step": run.step,
+            "attempt": run.attempt, "ready_at": run.ready_at, "deadline": run.deadline,
+            "reason": run.reason, **fields,
+        })
+
+    def _tracking(self, run: Run, change: Change, completed: list[str]) -> EffectRequest:
+        spec = (self.store.read_artifact(run.id, "spec.md")
+                if change.state is State.AWAITING_APPROVAL else None)
+        return tracking_edit(run, state=change.state, step=change.step, reason=change.reason,
+                             completed=completed, spec_sha256=sha256_hex(spec) if spec else None,
+                             at=time.time())
+
+    def _effect(self, run: Run, kind: EffectKind, name: str,
+                payload: Mapping[str, Any]) -> EffectRequest:
+        return EffectRequest(effect_key(run.id, run.step, name), run.id, run.step, kind,
+                             payload)
+
+    def _redacted(self, intent: Any) -> Any:
+        return replace(intent, payload=_redact_value(dict(intent.payload), self.parts.redact))
+
+    def _deadline(self, target: State) -> float | None:
+        if target is State.AWAITING_APPROVAL and self.parts.approval_timeout is not None:
+            return time.time() + self.parts.approval_timeout
+        return None
+
+
+def _entry_event(state: State, step: str, reason: str | None) -> NewEvent:
+    data = {"reason": reason} if reason and (is_end(state) or is_stopped(state)) else {}
+    return NewEvent(ENTRY_EVENTS[state], step=step, attempt=1 if is_runnable(state) else None,
+                    data=data)
+
+
+def _config(history: list[Checkpoint]) -> RepositoryConfig:
+    """The repository config the queued step read at the base (defaults before it ran)."""
+    for checkpoint in history:
+        if "config" in checkpoint.result:
+            return RepositoryConfig.model_validate(PreparedRecord.of(checkpoint).config)
+    return RepositoryConfig()
+
+
+def _redact_value(value: Any, redact: Redactor) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redact_value(v, redact) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_value(v, redact) for v in value]
+    return value

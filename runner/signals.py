@@ -1,0 +1,128 @@
+"""The run's inbox: who may signal (the ``Authorizer`` port) and what a signal does (pure).
+
+Signals are approve (with the spec's hash), request changes (with text), retry, cancel and
+rerun-verification, each with its author and source. A worker holding the run answers pending
+signals one at a time: it asks the authorizer (the local one allows the local user; GitHub's
+asks the permission API), then ``decide_signal`` says, from what the ledger recorded, whether
+the signal is accepted (and which outcome it causes) or refused (and why, as a ``Refusal``
+with parameters that the edge renders into a reply).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from runner.ledger.records import Run, Signal
+from runner.names import SignalKind, StepId
+from runner.workflow import Outcome, State, is_end, is_stopped
+
+# Shorter prefixes of the spec hash are too easy to match by accident.
+MIN_HASH_PREFIX = 6
+
+
+class Refusal(StrEnum):
+    """Why a signal was refused; the reply says it with these parameters."""
+
+    NOT_PERMITTED = "not_permitted"  # params: author, detail
+    NOT_WAITING_FOR_APPROVAL = "not_waiting_for_approval"  # params: state
+    STALE_HASH = "stale_hash"  # params: given, current
+    NO_SPEC = "no_spec"
+    EMPTY_MESSAGE = "empty_message"
+    NOTHING_TO_RETRY = "nothing_to_retry"  # params: state
+    NOTHING_TO_VERIFY = "nothing_to_verify"  # params: state
+    ENDED = "ended"  # params: state
+
+
+@dataclass(frozen=True)
+class Authorization:
+    """The authorizer's answer for one signal's author."""
+
+    allowed: bool
+    detail: str = ""  # why not, or how (e.g. "write permission")
+
+
+class Authorizer(Protocol):
+    """Who may signal a run; asked by the worker holding it (it may do I/O)."""
+
+    def authorize(self, run: Run, signal: Signal) -> Authorization: ...
+
+
+class LocalAuthorizer:
+    """Runs on this host obey the local user (CLI signals); other sources are not trusted."""
+
+    def authorize(self, run: Run, signal: Signal) -> Authorization:
+        if signal.origin == "local":
+            return Authorization(True, "local user")
+        return Authorization(False, f"signals from {signal.origin!r} are not accepted for a"
+                                    " local run")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A decided signal: accepted with the outcome it causes, or refused with a reason."""
+
+    accepted: bool
+    outcome: Outcome | None = None
+    refusal: Refusal | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def reason(self) -> str:
+        """The decision as a plain sentence, for the ledger and logs."""
+        if self.accepted:
+            return f"accepted: {self.outcome.value if self.outcome else 'no change'}"
+        assert self.refusal is not None
+        details = ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        return f"refused ({self.refusal.value}{': ' + details if details else ''})"
+
+
+def _refuse(refusal: Refusal, **params: Any) -> Verdict:
+    return Verdict(False, refusal=refusal, params=params)
+
+
+def decide_signal(
+    run: Run, signal: Signal, *, authorization: Authorization, spec_sha256: str | None,
+    has_tree: bool,
+) -> Verdict:
+    """What ``signal`` does to ``run`` as it stands; pure.
+
+    ``spec_sha256`` is the current spec's hash (None before one exists); ``has_tree`` says
+    whether an implementation has been checkpointed (verification can be rerun on it).
+    """
+    if not authorization.allowed:
+        return _refuse(Refusal.NOT_PERMITTED, author=signal.author, detail=authorization.detail)
+    if is_end(run.state):
+        return _refuse(Refusal.ENDED, state=run.state.value)
+    kind = signal.kind
+    if kind is SignalKind.CANCEL:
+        return Verdict(True, Outcome.CANCELLED)
+    if kind in {SignalKind.APPROVE, SignalKind.REQUEST_CHANGES}:
+        if run.state is not State.AWAITING_APPROVAL:
+            return _refuse(Refusal.NOT_WAITING_FOR_APPROVAL, state=run.state.value)
+        if spec_sha256 is None:
+            return _refuse(Refusal.NO_SPEC)
+        if kind is SignalKind.REQUEST_CHANGES:
+            if not str(signal.payload.get("message", "")).strip():
+                return _refuse(Refusal.EMPTY_MESSAGE)
+            return Verdict(True, Outcome.CHANGES_REQUESTED)
+        given = str(signal.payload.get("hash", "")).strip().lower()
+        if len(given) < MIN_HASH_PREFIX or not spec_sha256.startswith(given):
+            return _refuse(Refusal.STALE_HASH, given=given, current=spec_sha256)
+        return Verdict(True, Outcome.APPROVED)
+    if kind is SignalKind.RETRY:
+        if not is_stopped(run.state):
+            return _refuse(Refusal.NOTHING_TO_RETRY, state=run.state.value)
+        return Verdict(True, Outcome.RETRIED)
+    if kind is SignalKind.RERUN_VERIFICATION:
+        if not is_stopped(run.state) or not has_tree:
+            return _refuse(Refusal.NOTHING_TO_VERIFY, state=run.state.value)
+        return Verdict(True, Outcome.VERIFICATION_RERUN)
+    raise AssertionError(f"unhandled signal kind {kind!r}")  # pragma: no cover
+
+
+def stopped_step(run: Run) -> StepId:
+    """The step a stopped run stopped in (a retry takes it up again)."""
+    return run.step_id

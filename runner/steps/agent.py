@@ -1,0 +1,177 @@
+"""Research, specify, implement, repair: an agent step under its state's capability profile.
+
+The agent runs in the sandbox on the rebuilt worktree. Afterwards the runner, not the agent,
+checks what it did: its output is read safely and must hash as the agent left it; nothing a
+step may not leave (a huge file, a symlink out, a FIFO) may stay; a read-only step must leave
+the tree as it found it. Specify also opens the spec's review (``runner/steps/review.py``).
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+from runner.agents.base import AgentTask
+from runner.agents.command import read_output
+from runner.agents.prompt import FailingCheck, PromptContext, output_path, render_prompt
+from runner.canonical import sha256_hex
+from runner.errors import DeterministicFailure, PolicyViolation
+from runner.ledger.records import NewEvent
+from runner.names import EventType
+from runner.results import VerifyRecord
+from runner.steps.base import (
+    StepInput,
+    StepResult,
+    StepServices,
+    artifact_text,
+    ensure_tree,
+    restore_tree,
+    scratch_of,
+    write_journal,
+)
+from runner.steps.review import open_review
+from runner.workflow import PROFILES, Outcome, State
+from verification.files import printable_path
+
+COMPLETED_EVENTS = {
+    State.RESEARCH: EventType.RESEARCH_COMPLETED,
+    State.SPECIFY: EventType.SPEC_CREATED,
+    State.IMPLEMENT: EventType.IMPLEMENTATION_COMPLETED,
+    State.REPAIR: EventType.REPAIR_COMPLETED,
+}
+# What each phase's prompt shows of earlier phases.
+_EARLIER_ARTIFACTS = {
+    State.RESEARCH: (),
+    State.SPECIFY: ("research/repository-analysis.md",),
+    State.IMPLEMENT: ("research/repository-analysis.md", "spec.md"),
+    State.REPAIR: ("spec.md", "implementation/summary.md"),
+}
+
+
+def run_agent(inp: StepInput, services: StepServices) -> StepResult:
+    run, phase, step = inp.run, State(inp.run.state), inp.run.step
+    repair_number = inp.step.n if phase is State.REPAIR else None
+    output_rel = output_path(phase.value, repair_number)
+    folder = scratch_of(inp)
+    prompt = render_prompt(_prompt_context(inp, services, phase, output_rel, repair_number))
+    task = AgentTask(
+        run_id=run.id, phase=phase.value, step=step, worktree=inp.worktree, prompt=prompt,
+        prompt_file=folder / "prompt.md", output_dir=folder / "out",
+        output=folder / "out" / output_rel, log_file=folder / f"agent.{run.attempt}.log",
+        timeout=services.agent_timeout,
+        readable=(services.workspaces.repository_objects(inp.worktree),),
+    )
+    result = inp.adopted
+    if result is None:
+        ensure_tree(services, inp)
+        shutil.rmtree(task.output_dir, ignore_errors=True)  # no stale output passes for this one
+        task.output.parent.mkdir(parents=True, exist_ok=True)
+        task.prompt_file.write_text(prompt)
+        result = services.agent().run(task, cancel=services.cancel)
+        write_journal(folder, result)
+    services.crash.reached("after_agent_output", step)
+
+    content = read_output(task, limit=services.max_output_bytes)
+    if sha256_hex(content) != result.output_sha256:
+        raise DeterministicFailure(
+            f"{output_rel} changed after the agent exited (expected sha256"
+            f" {result.output_sha256[:12]}); rerun the step"
+        )
+    _enforce_worktree_limits(inp, services, phase)
+    # Agent text is evidence: it is redacted before it is stored, hashed or shown to a reviewer.
+    artifacts = {output_rel: services.redact.bytes(content),
+                 f"prompts/{step}.md": services.redact(prompt).encode()}
+    stored_sha = sha256_hex(artifacts[output_rel])
+    record: dict[str, Any] = {
+        "output": {"path": output_rel, "sha256": stored_sha},
+        "exit_code": result.exit_code,
+        "duration_s": round(result.duration_s, 3),
+        "sandbox": str(services.sandbox.mode),
+    }
+    tree, patch_sha = inp.tree, inp.patch_sha
+    if PROFILES[phase].modify_worktree:
+        snapshot = services.workspaces.snapshot(inp.worktree, inp.base)
+        artifacts["implementation/patch.diff"] = snapshot.patch
+        tree, patch_sha = snapshot.tree, sha256_hex(snapshot.patch)
+    else:
+        _enforce_read_only(inp, services, phase)
+    record.update(tree=tree, patch=patch_sha)
+
+    events = (NewEvent(COMPLETED_EVENTS[phase], step=step, attempt=run.attempt,
+                       data={"output": output_rel, "sha256": stored_sha, "tree": tree}),)
+    effects: tuple = ()
+    if phase is State.SPECIFY:
+        review = open_review(inp, services, spec_text=artifacts[output_rel].decode(
+            errors="replace"), spec_sha256=stored_sha)
+        record.update(spec_sha256=stored_sha, commit=review.commit)
+        effects = review.effects
+    return StepResult(Outcome.COMPLETED, record=record, tree=tree, patch_sha=patch_sha,
+                      events=events, artifacts=artifacts, effects=effects)
+
+
+def _prompt_context(
+    inp: StepInput, services: StepServices, phase: State, output_rel: str,
+    repair_number: int | None,
+) -> PromptContext:
+    wanted = list(_EARLIER_ARTIFACTS[phase])
+    if phase is State.REPAIR:
+        wanted += [f"repair/{n}/summary.md" for n in range(1, repair_number or 1)]
+    earlier = []
+    for path in wanted:
+        text = artifact_text(services, inp.run.id, path)
+        if text is not None:
+            earlier.append((path, text))
+    feedback: tuple[str, ...] = ()
+    if phase is State.SPECIFY:
+        feedback = tuple(
+            e.data.get("message", "") for e in services.store.events(inp.run.id)
+            if e.type == EventType.CHANGES_REQUESTED
+        )
+    failing: tuple[FailingCheck, ...] = ()
+    if phase is State.REPAIR:
+        verify = inp.latest(State.VERIFY.value)
+        if verify is not None:
+            failing = tuple(FailingCheck(**f.model_dump())
+                            for f in VerifyRecord.of(verify).failing)
+    return PromptContext(
+        run_id=inp.run.id, phase=phase.value, step=inp.run.step, title=inp.run.title,
+        body=inp.run.body, output_path=output_rel, artifacts=tuple(earlier), feedback=feedback,
+        failing_checks=failing, salvage_path=inp.salvage, repair_number=repair_number,
+    )
+
+
+def _enforce_worktree_limits(inp: StepInput, services: StepServices, phase: State) -> None:
+    """No step may leave a file over the size limit, a symlink out of the worktree, or a
+    special file: checked before anything hashes the worktree, then discarded unread."""
+    limit = inp.config.limits.max_file_bytes
+    findings = services.workspaces.inspect(inp.worktree, max_file_bytes=limit)
+    if not findings:
+        return
+    restore_tree(services, inp)
+    listed = [{"kind": f.kind, "path": printable_path(f.path), "detail": f.detail}
+              for f in findings]
+    shown = "; ".join(f"{item['path']}: {item['detail']}" for item in listed[:5])
+    raise PolicyViolation(
+        f"the {phase.value} agent left what no step may add to the worktree ({shown}); the"
+        " worktree was reset to the last checkpoint without reading them. Review the agent"
+        " command, then start a new run",
+        evidence={"findings": listed},
+    )
+
+
+def _enforce_read_only(inp: StepInput, services: StepServices, phase: State) -> None:
+    """A step whose profile forbids product changes must leave the tree as it found it."""
+    workspaces = services.workspaces
+    if workspaces.tree_of(inp.worktree) == inp.tree:
+        return
+    changes = workspaces.diff(inp.worktree, inp.tree)
+    files = [printable_path(f) for f in workspaces.changed_files(inp.worktree, inp.tree)]
+    evidence_path = f"evidence/{inp.run.step}.policy-violation.patch"
+    ensure_tree(services, inp)
+    raise PolicyViolation(
+        f"the {phase.value} agent changed the worktree ({', '.join(files) or 'files'}), which"
+        " its capability profile forbids; the changes were saved as"
+        f" {evidence_path} and discarded. Review the agent command, then start a new run",
+        evidence={"files": files},
+        artifacts={evidence_path: changes},
+    )

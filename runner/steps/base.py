@@ -1,0 +1,161 @@
+"""What a step receives and returns: a frozen input, the services it may use, its result.
+
+A step reads its ``StepInput`` (the run, its checkpointed history and tree, its worktree),
+does its work through ``StepServices`` (the ledger for reading, git, the agent, the sandbox)
+and returns a ``StepResult``: the outcome the workflow table maps, the checkpoint's record,
+events, artifacts, and the effects it decided (sent after the session commits them). A new
+tree flows back only through the result. A step that did not complete raises a
+``StepFailure`` subclass.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.agents.base import Agent, AgentResult
+from runner.effects import EffectRequest, effect_key
+from runner.errors import CorruptArtifact
+from runner.faults import CrashPoints
+from runner.ledger.records import Checkpoint, Lease, NewEvent, Run
+from runner.ledger.store import Store
+from runner.names import EffectKind, StepId
+from runner.redact import Redactor
+from runner.sandbox import Sandbox
+from runner.workflow import Outcome
+from runner.workspace import Workspaces
+from verification.config import RepositoryConfig
+from verification.files import write_atomic
+
+JOURNAL = "result.json"  # the agent's exit, written by the runner once the agent has exited
+
+
+@dataclass(frozen=True)
+class StepServices:
+    """What steps may use, fixed for a lease session."""
+
+    store: Store  # for reading history and artifacts, and appending check results
+    workspaces: Workspaces
+    agent: Callable[[], Agent]
+    agent_timeout: float
+    sandbox: Sandbox
+    redact: Redactor
+    child_env: Mapping[str, str] | None  # environment of checks (no Ratchet settings)
+    crash: CrashPoints
+    max_output_bytes: int
+    lease: Callable[[], Lease]  # the current (renewed) lease
+    cancel: threading.Event  # set when the lease is lost or a cancel arrives
+
+
+@dataclass(frozen=True)
+class StepInput:
+    """One step's starting point, as the ledger and the rebuilt worktree say."""
+
+    run: Run
+    history: tuple[Checkpoint, ...]
+    worktree: Path
+    scratch: Path  # this lease epoch's scratch folder for the run
+    tree: str  # the checkpointed worktree tree hash
+    patch_sha: str | None  # artifact of the checkpointed patch against the base
+    config: RepositoryConfig  # read at the base revision by the queued step
+    adopted: AgentResult | None = None  # a dead holder's finished agent result for this step
+    salvage: str | None = None  # an interrupted attempt's changes, saved as this artifact
+
+    @property
+    def step(self) -> StepId:
+        return self.run.step_id
+
+    @property
+    def base(self) -> str:
+        assert self.run.base_revision, "run has no base revision"
+        return self.run.base_revision
+
+    @property
+    def branch(self) -> str:
+        return str(self.run.params.get("branch") or f"ratchet/{self.run.id}")
+
+    @property
+    def remote(self) -> str:
+        return str(self.run.params.get("remote", self.run.repo))
+
+    def latest(self, state: str) -> Checkpoint | None:
+        for checkpoint in reversed(self.history):
+            if StepId.parse(checkpoint.step).state == state:
+                return checkpoint
+        return None
+
+    def count(self, state: str) -> int:
+        return sum(1 for c in self.history if StepId.parse(c.step).state == state)
+
+    def effect(self, kind: EffectKind, name: str, payload: Mapping[str, Any]) -> EffectRequest:
+        """An effect of this step, keyed ``<run>:<step>:<name>``."""
+        key = effect_key(self.run.id, self.run.step, name)
+        return EffectRequest(key, self.run.id, self.run.step, kind, payload)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    outcome: Outcome
+    record: Mapping[str, Any] = field(default_factory=dict)  # the checkpoint's result
+    tree: str | None = None  # the worktree's tree after the step (None: unchanged)
+    patch_sha: str | None = None
+    events: tuple[NewEvent, ...] = ()
+    artifacts: Mapping[str, bytes] = field(default_factory=dict)
+    effects: tuple[EffectRequest, ...] = ()
+    reason: str | None = None
+    head_revision: str | None = None
+
+
+def read_patch(store: Store, run_id: str, patch_sha: str | None) -> bytes:
+    """The checkpointed patch by its hash; a corrupt one names the run and what it is."""
+    if not patch_sha:
+        return b""
+    try:
+        return store.get_artifact(patch_sha)
+    except CorruptArtifact as exc:
+        raise exc.about(run_id, "implementation/patch.diff") from None
+
+
+def restore_tree(services: StepServices, inp: StepInput) -> None:
+    """Rebuild the worktree at the checkpointed tree, ignored files removed too."""
+    patch = read_patch(services.store, inp.run.id, inp.patch_sha)
+    services.workspaces.restore(inp.worktree, inp.base, patch, inp.tree)
+
+
+def ensure_tree(services: StepServices, inp: StepInput) -> None:
+    """Put the worktree back at the checkpointed tree if anything drifted (e.g. caches)."""
+    if services.workspaces.tree_of(inp.worktree) != inp.tree:
+        restore_tree(services, inp)
+
+
+def artifact_text(services: StepServices, run_id: str, path: str) -> str | None:
+    data = services.store.read_artifact(run_id, path)
+    return None if data is None else data.decode(errors="replace")
+
+
+def write_journal(folder: Path, result: AgentResult) -> None:
+    """Record the agent's exit durably, so a crash before the checkpoint does not rerun it."""
+    write_atomic(folder / JOURNAL, json.dumps({
+        "exit_code": result.exit_code, "duration_s": result.duration_s,
+        "output_sha256": result.output_sha256, "log_tail": result.log_tail,
+    }).encode())
+
+
+def read_journal(folder: Path) -> AgentResult | None:
+    try:
+        data = json.loads((folder / JOURNAL).read_text())
+        return AgentResult(data["exit_code"], data["duration_s"], data["output_sha256"],
+                           data["log_tail"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def scratch_of(inp: StepInput) -> Path:
+    folder = inp.scratch / inp.run.step
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+

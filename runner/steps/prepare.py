@@ -1,0 +1,28 @@
+"""The queued step: read the repository config at the base and record the base tree."""
+
+from __future__ import annotations
+
+from runner.errors import DeterministicFailure
+from runner.ledger.records import NewEvent
+from runner.names import EventType
+from runner.steps.base import StepInput, StepResult, StepServices
+from runner.workflow import Outcome
+from verification.config import ConfigError, load_repository_config
+
+
+def prepare(inp: StepInput, services: StepServices) -> StepResult:
+    """Read from the base, never from the agent's tree: an agent cannot weaken its checks."""
+    try:
+        config = load_repository_config(inp.worktree)
+    except ConfigError as exc:
+        raise DeterministicFailure(
+            f"repository config is invalid: {exc}; fix it on the base branch and start a new run"
+        ) from exc
+    tree = services.workspaces.tree_of(inp.worktree)
+    return StepResult(
+        Outcome.COMPLETED,
+        record={"config": config.model_dump(mode="json"), "tree": tree, "base": inp.base},
+        tree=tree,
+        events=(NewEvent(EventType.WORKSPACE_PREPARED, step=inp.run.step, revision=inp.base,
+                         data={"tree": tree}),),
+    )

@@ -1,0 +1,173 @@
+"""Verify: the runner alone plans the checks from the changed files, runs them in the sandbox,
+keeps the evidence, and decides the candidate commit and its ``ratchet/verify`` check run.
+
+Exactly the checkpointed tree is verified (rebuilt, ignored files removed: nothing an agent
+left in a cache folder takes part). Each finished check is persisted at once, and a check that
+passed on the same tree is reused by a rerun.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from runner.canonical import sha256_hex
+from runner.ledger.records import NewEvent
+from runner.names import EffectKind, EventType
+from runner.steps.base import (
+    StepInput,
+    StepResult,
+    StepServices,
+    ensure_tree,
+    restore_tree,
+)
+from runner.steps.review import VERIFY_CHECK, push_commit, trailers
+from runner.workflow import Outcome, State, verify_outcome
+from verification.evidence import EvidenceBundle, build_bundle, render_check_run
+from verification.execute import CheckResult, execute_plan
+from verification.files import printable_path
+from verification.plan import Plan, build_plan
+from verification.tree import GitRevisionTree, GitTree
+
+STATIC_KINDS = frozenset({"lint", "format", "typecheck"})
+
+
+def verify(inp: StepInput, services: StepServices) -> StepResult:
+    run, step = inp.run, inp.run.step
+    tree, config, workspaces = inp.tree, inp.config, services.workspaces
+    restore_tree(services, inp)
+    changed = workspaces.changed_files(inp.worktree, inp.base)
+    git = workspaces.git(inp.worktree)
+    # The base tree lets a changed lockfile select only the packages whose versions moved.
+    plan = build_plan(changed, GitTree(git), config.verify,
+                      base=GitRevisionTree(git, inp.base))
+    objects = workspaces.repository_objects(inp.worktree)
+
+    def confine(argv: Sequence[str], *, cwd: Path, writable: Sequence[Path]) -> list[str]:
+        return services.sandbox.command(argv, cwd=cwd, writable=writable, readable=(objects,),
+                                        network=config.verify.network)
+
+    previous = _passed_results(inp, services)
+    persisted = 0
+
+    def persist(result: CheckResult) -> None:
+        nonlocal persisted
+        services.store.append(
+            services.lease(),
+            events=[NewEvent(EventType.CHECK_COMPLETED, step=step, attempt=run.attempt,
+                             data={"tree": tree, "result": _without_log(result)})],
+            artifacts={f"verification/{_log_name(plan, result.key)}.log": result.log.encode()},
+        )
+        persisted += 1
+        if persisted == 1:
+            services.crash.reached("mid_verification", step)
+
+    services.sandbox.check()
+    results = execute_plan(plan, inp.worktree, on_result=persist, reuse=previous.get,
+                           redact=services.redact, env=services.child_env, confine=confine)
+    ensure_tree(services, inp)  # checks may leave caches behind; the next step starts clean
+    artifacts = {"verification/plan.json": plan.to_json().encode()}
+    bundle = build_bundle(plan, results, diff_stat=_diff_stat(changed), artifacts={
+        path: sha256_hex(data) for path, data in artifacts.items()
+    })
+    artifacts["verification/result.json"] = bundle.to_json().encode()
+    failing = [r for r in results if r.status != "passed"]
+    outcome = verify_outcome(passed=bundle.conclusion == "success",
+                             repairs_done=inp.count(State.REPAIR.value),
+                             max_repairs=config.repair.max_attempts)
+    reason = None
+    if bundle.conclusion == "neutral":
+        # Nothing verifies the change: it is not verified, so it is neither repaired (nothing
+        # failed) nor published as verified. A person adds a check or declares the paths.
+        outcome = Outcome.NEEDS_HUMAN
+        shown = ", ".join(printable_path(p) for p in bundle.plan.unverified[:5])
+        reason = (
+            f"{bundle.reason} ({shown}); add a check that covers these paths, or list them"
+            " under verify.ignore in the repository config, then retry the run"
+        )
+    elif outcome is Outcome.REPAIRS_EXHAUSTED:
+        reason = (
+            f"verification still fails after {config.repair.max_attempts} repair attempts"
+            f" ({', '.join(r.key for r in failing)}); a human must fix or accept the change"
+        )
+    spec_sha = sha256_hex(services.store.read_artifact(run.id, "spec.md") or b"")
+    message = f"{run.title}\n\n{trailers(inp, spec_sha)}"
+    commit, push = push_commit(inp, services, tree=tree, message=message)
+    check = inp.effect(EffectKind.CHECK_RUN, "verify-check", {
+        "run": run.id, "name": VERIFY_CHECK, "head_sha": commit,
+        "external_id": f"{run.id}:{VERIFY_CHECK}:{commit}", "conclusion": bundle.conclusion,
+        "output": _check_run_output(bundle),
+    })
+    record = {
+        "tree": tree, "patch": inp.patch_sha, "commit": commit,
+        "sandbox": str(services.sandbox.mode), "plan": plan.sha256,
+        "conclusion": bundle.conclusion, "results": [_without_log(r) for r in results],
+        "failing": [
+            {"id": r.key, "command": r.command, "status": r.status, "exit_code": r.exit_code,
+             "log_tail": r.log_tail()}
+            for r in failing
+        ],
+    }
+    return StepResult(
+        outcome, record=record,
+        events=_verification_events(step, run.attempt, failing, plan.sha256,
+                                    unverified=bundle.conclusion == "neutral"),
+        artifacts=artifacts, effects=(push, check), reason=reason, head_revision=commit,
+    )
+
+
+def _passed_results(inp: StepInput, services: StepServices) -> dict[str, CheckResult]:
+    """Checks already passed on this exact tree in this run: a rerun skips them."""
+    found: dict[str, CheckResult] = {}
+    for event in services.store.events(inp.run.id):
+        if event.type != EventType.CHECK_COMPLETED or event.data.get("tree") != inp.tree:
+            continue
+        result = event.data["result"]
+        if result.get("status") == "passed":
+            found[result["key"]] = CheckResult.from_dict({**result, "log": ""})
+    return found
+
+
+def _without_log(result: CheckResult) -> dict[str, Any]:
+    data = result.to_dict()
+    data.pop("log", None)
+    return data
+
+
+def _log_name(plan: Plan, key: str) -> str:
+    return next(c.log_name for c in plan.checks if c.key == key)
+
+
+def _diff_stat(changed: list[str]) -> str:
+    shown = [printable_path(path) for path in changed]
+    return "\n".join(shown) + (f"\n{len(shown)} files changed" if shown else "")
+
+
+def _verification_events(
+    step: str, attempt: int, failing: list[CheckResult], plan_sha: str, *, unverified: bool
+) -> tuple[NewEvent, ...]:
+    if unverified:
+        return (NewEvent(EventType.VERIFICATION_UNVERIFIED, step=step, attempt=attempt,
+                         data={"plan": plan_sha}),)
+    if not failing:
+        return (NewEvent(EventType.VERIFICATION_PASSED, step=step, attempt=attempt,
+                         data={"plan": plan_sha}),)
+    groups = (
+        (EventType.STATIC_CHECK_FAILED, [r.key for r in failing if r.kind in STATIC_KINDS]),
+        (EventType.TESTS_FAILED, [r.key for r in failing if r.kind == "test"]),
+        (EventType.CHECKS_FAILED, [r.key for r in failing
+                                   if r.kind not in STATIC_KINDS and r.kind != "test"]),
+    )
+    return tuple(NewEvent(event_type, step=step, attempt=attempt,
+                          data={"checks": keys, "plan": plan_sha})
+                 for event_type, keys in groups if keys)
+
+
+def _check_run_output(bundle: EvidenceBundle) -> dict[str, Any]:
+    """The evidence as a check run shows it (summary within its limit, annotations batched)."""
+    rendered = render_check_run(bundle)
+    return {"title": rendered.title, "summary": rendered.summary, "text": rendered.text,
+            "annotation_batches": [[asdict(a) for a in batch]
+                                   for batch in rendered.annotation_batches]}

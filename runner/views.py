@@ -1,0 +1,159 @@
+"""What the ledger says about a run, as data: the four answers of ``status``, the next action
+as an enum with parameters, and the tracking view a forge shows as its comment.
+
+Pure: built from records. Words for people are added at the edge (``runner/render.py`` with
+a vocabulary, ``app/`` for the CLI); nothing here names a command, a flag or a variable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+from runner.ledger.records import Effect, EffectStatus, Run, Signal
+from runner.names import SignalStatus, StepId
+from runner.workflow import State, is_runnable
+
+# The phases a run goes through, in order, as the tracking comment lists them.
+PHASES = (
+    State.RESEARCH, State.SPECIFY, State.AWAITING_APPROVAL, State.IMPLEMENT, State.VERIFY,
+    State.PUBLISH,
+)
+
+
+class NextActionKind(StrEnum):
+    NONE_DONE = "none_done"  # params: head
+    NONE_CANCELLED = "none_cancelled"
+    WAIT_FOR_HOLDER = "wait_for_holder"  # params: owner, step, expires_at
+    WAIT_FOR_RETRY = "wait_for_retry"  # params: step, at
+    RESUME = "resume"  # params: step, unsent (effects to send first)
+    REVIEW_SPEC = "review_spec"  # params: spec_sha256
+    HUMAN_DECISION = "human_decision"  # params: reason, step
+    FIX_AND_RETRY = "fix_and_retry"  # params: reason, step
+
+
+@dataclass(frozen=True)
+class NextAction:
+    """The safest next action: what kind, and the values it needs."""
+
+    kind: NextActionKind
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind.value, **self.params}
+
+
+def next_action(run: Run, effects: list[Effect], *, spec_sha256: str | None,
+                now: float, pending_signals: int = 0) -> NextAction:
+    """What should happen next, from the ledger alone."""
+    unsent = sum(1 for e in effects if e.status is EffectStatus.INTENDED)
+    if run.lease_live(now):
+        return NextAction(NextActionKind.WAIT_FOR_HOLDER, {
+            "owner": run.lease_owner, "step": run.step, "expires_at": run.lease_expires_at})
+    if pending_signals or (unsent and not is_runnable(run.state)):
+        # Its inbox or outbox has work: whoever takes the run next answers or sends it.
+        return NextAction(NextActionKind.RESUME, {"step": run.step, "unsent": unsent,
+                                                  "signals": pending_signals})
+    if run.state is State.DONE:
+        return NextAction(NextActionKind.NONE_DONE, {"head": run.head_revision})
+    if run.state is State.CANCELLED:
+        return NextAction(NextActionKind.NONE_CANCELLED)
+    if run.state is State.AWAITING_APPROVAL:
+        return NextAction(NextActionKind.REVIEW_SPEC, {"spec_sha256": spec_sha256})
+    if run.state is State.NEEDS_HUMAN:
+        return NextAction(NextActionKind.HUMAN_DECISION, {"reason": run.reason, "step": run.step})
+    if run.state is State.FAILED:
+        return NextAction(NextActionKind.FIX_AND_RETRY, {"reason": run.reason, "step": run.step})
+    assert is_runnable(run.state)
+    if run.ready_at is not None and run.ready_at > now:
+        return NextAction(NextActionKind.WAIT_FOR_RETRY, {"step": run.step, "at": run.ready_at})
+    return NextAction(NextActionKind.RESUME, {"step": run.step, "unsent": unsent})
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """The four answers: what was completed, the state, the effects, the safest next action."""
+
+    run_id: str
+    title: str
+    state: str
+    step: str
+    attempt: int
+    completed_steps: list[str]
+    effects: list[dict[str, Any]]
+    next_action: NextAction
+    reason: str | None
+    lease: dict[str, Any] | None
+    head_revision: str | None
+    spec_sha256: str | None
+    pending_signals: list[dict[str, Any]]
+    problems: list[str] = field(default_factory=list)  # e.g. a corrupt artifact, named
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id, "title": self.title, "state": self.state, "step": self.step,
+            "attempt": self.attempt, "completed_steps": self.completed_steps,
+            "effects": self.effects, "next_action": self.next_action.to_dict(),
+            "reason": self.reason, "lease": self.lease, "head_revision": self.head_revision,
+            "spec_sha256": self.spec_sha256, "pending_signals": self.pending_signals,
+            "problems": self.problems,
+        }
+
+
+def describe(
+    run: Run, completed: list[str], effects: list[Effect], signals: list[Signal], *,
+    spec_sha256: str | None, now: float, problems: list[str] | None = None,
+) -> RunStatus:
+    pending = [s for s in signals if s.status is SignalStatus.PENDING]
+    lease = None
+    if run.lease_owner is not None:
+        lease = {"owner": run.lease_owner, "epoch": run.lease_epoch,
+                 "expires_at": run.lease_expires_at, "live": run.lease_live(now)}
+    return RunStatus(
+        run_id=run.id, title=run.title, state=run.state.value, step=run.step,
+        attempt=run.attempt, completed_steps=completed, effects=[e.to_dict() for e in effects],
+        next_action=next_action(run, effects, spec_sha256=spec_sha256, now=now,
+                                pending_signals=len(pending)),
+        reason=run.reason, lease=lease, head_revision=run.head_revision,
+        spec_sha256=spec_sha256,
+        pending_signals=[s.to_dict() for s in pending],
+        problems=list(problems or []),
+    )
+
+
+class PhaseStatus(StrEnum):
+    DONE = "done"
+    RUNNING = "running"
+    WAITING = "waiting"
+    STOPPED = "stopped"
+    PENDING = "pending"
+
+
+def tracking_view(run: Run, completed: list[str], *, spec_sha256: str | None,
+                  branch: str, at: float) -> dict[str, Any]:
+    """The tracking comment's content as data, at the transition recorded at ``at``."""
+    done = {StepId.parse(step).state for step in completed}
+    current = run.step_id.state
+    phases = []
+    for phase in PHASES:
+        if run.state is State.DONE or (phase.value in done and phase.value != current):
+            status = PhaseStatus.DONE
+        elif phase.value == current or phase is run.state:
+            status = {State.AWAITING_APPROVAL: PhaseStatus.WAITING,
+                      State.NEEDS_HUMAN: PhaseStatus.STOPPED,
+                      State.FAILED: PhaseStatus.STOPPED,
+                      State.CANCELLED: PhaseStatus.STOPPED}.get(run.state, PhaseStatus.RUNNING)
+        else:
+            status = PhaseStatus.PENDING
+        repairs = sum(1 for step in completed if StepId.parse(step).state == State.REPAIR)
+        phases.append({"phase": phase.value, "status": status.value,
+                       **({"repairs": repairs} if phase is State.VERIFY and repairs else {})})
+    # Recorded under the writer's lease: what comes next does not depend on who holds it.
+    action = next_action(replace(run, lease_owner=None), [], spec_sha256=spec_sha256, now=at)
+    return {
+        "run": run.id, "title": run.title, "state": run.state.value, "step": run.step,
+        "phases": phases, "branch": branch, "spec_sha256": spec_sha256,
+        "elapsed_s": round(max(0.0, at - run.created_at), 1),
+        "reason": run.reason, "next_action": action.to_dict(),
+    }

@@ -1,0 +1,156 @@
+"""The pure decisions, without a database: signals, failures, the next move, rendering."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.decisions import Limits, MoveKind, decide_failure, next_move
+from runner.errors import (
+    AmbiguousFailure,
+    AuthorityFailure,
+    DeterministicFailure,
+    PolicyViolation,
+    TransientFailure,
+)
+from runner.ledger.records import Run, Signal
+from runner.names import EventType, SignalKind, SignalStatus
+from runner.render import render_reply, render_tracking, say_next_action
+from runner.signals import Authorization, Refusal, decide_signal
+from runner.views import NextActionKind, next_action, tracking_view
+from runner.workflow import Outcome, State
+
+NOW = 1_000_000.0
+SPEC = "ab" * 32
+ALLOWED = Authorization(True, "write")
+
+
+def run_in(state: State, step: str = "x.1", **kw: object) -> Run:
+    fields: dict[str, object] = dict(
+        id="r1", repo="/repo", title="Add calc", body="", workflow="issue", issue=None, pr=None,
+        state=state, step=step, attempt=1, version=3, lease_owner=None, lease_epoch=2,
+        lease_expires_at=None, base_revision="base", head_revision=None, ready_at=None,
+        deadline=None, reason=None, params={}, created_at=NOW - 65, updated_at=NOW,
+    )
+    fields.update(kw)
+    return Run(**fields)  # type: ignore[arg-type]
+
+
+def signal(kind: SignalKind, **payload: str) -> Signal:
+    return Signal("cli:1", "r1", kind, "ann", "local", dict(payload), SignalStatus.PENDING,
+                  None, NOW, None)
+
+
+class Words:
+    def approve(self, run_id: str, spec_prefix: str) -> str:
+        return f"/approve {spec_prefix}"
+
+    def request_changes(self, run_id: str) -> str:
+        return "/changes TEXT"
+
+    def retry(self, run_id: str) -> str:
+        return "/retry"
+
+    def cancel(self, run_id: str) -> str:
+        return "/cancel"
+
+    def resume(self, run_id: str) -> str:
+        return "/resume"
+
+    def mention(self, author: str) -> str:
+        return f"@{author}"
+
+
+@pytest.mark.parametrize(("state", "kind", "payload", "outcome", "refusal"), [
+    (State.AWAITING_APPROVAL, SignalKind.APPROVE, {"hash": SPEC[:12]}, Outcome.APPROVED, None),
+    (State.AWAITING_APPROVAL, SignalKind.APPROVE, {"hash": SPEC[:5]}, None, Refusal.STALE_HASH),
+    (State.AWAITING_APPROVAL, SignalKind.APPROVE, {"hash": "ffffff"}, None, Refusal.STALE_HASH),
+    (State.IMPLEMENT, SignalKind.APPROVE, {"hash": SPEC}, None,
+     Refusal.NOT_WAITING_FOR_APPROVAL),
+    (State.AWAITING_APPROVAL, SignalKind.REQUEST_CHANGES, {"message": "more tests"},
+     Outcome.CHANGES_REQUESTED, None),
+    (State.AWAITING_APPROVAL, SignalKind.REQUEST_CHANGES, {"message": "  "}, None,
+     Refusal.EMPTY_MESSAGE),
+    (State.NEEDS_HUMAN, SignalKind.RETRY, {}, Outcome.RETRIED, None),
+    (State.FAILED, SignalKind.RETRY, {}, Outcome.RETRIED, None),
+    (State.VERIFY, SignalKind.RETRY, {}, None, Refusal.NOTHING_TO_RETRY),
+    (State.IMPLEMENT, SignalKind.CANCEL, {}, Outcome.CANCELLED, None),
+    (State.DONE, SignalKind.CANCEL, {}, None, Refusal.ENDED),
+    (State.NEEDS_HUMAN, SignalKind.RERUN_VERIFICATION, {}, Outcome.VERIFICATION_RERUN, None),
+])
+def test_decide_signal(state, kind, payload, outcome, refusal):
+    verdict = decide_signal(run_in(state), signal(kind, **payload), authorization=ALLOWED,
+                            spec_sha256=SPEC, has_tree=True)
+    assert verdict.outcome is outcome and verdict.refusal is refusal
+    assert verdict.accepted is (refusal is None)
+
+
+def test_an_author_without_permission_is_refused_whatever_they_ask():
+    denied = Authorization(False, "read permission only")
+    verdict = decide_signal(run_in(State.AWAITING_APPROVAL),
+                            signal(SignalKind.APPROVE, hash=SPEC), authorization=denied,
+                            spec_sha256=SPEC, has_tree=False)
+    assert verdict.refusal is Refusal.NOT_PERMITTED
+    assert verdict.params == {"author": "ann", "detail": "read permission only"}
+    reply = render_reply({"run": "r1", "author": "ann", "refusal": verdict.refusal.value,
+                          "params": dict(verdict.params)}, Words())
+    assert reply.startswith("@ann: ") and "read permission only" in reply
+
+
+def test_a_stale_hash_reply_names_the_current_one_in_the_forges_words():
+    verdict = decide_signal(run_in(State.AWAITING_APPROVAL),
+                            signal(SignalKind.APPROVE, hash="123456"), authorization=ALLOWED,
+                            spec_sha256=SPEC, has_tree=False)
+    reply = render_reply({"run": "r1", "refusal": verdict.refusal.value,
+                          "params": dict(verdict.params)}, Words())
+    assert SPEC in reply and f"/approve {SPEC[:12]}" in reply
+
+
+@pytest.mark.parametrize(("failure", "attempt", "outcome", "retried"), [
+    (TransientFailure("502"), 1, None, True),
+    (AmbiguousFailure("dropped after send"), 2, None, True),
+    (TransientFailure("502"), 5, Outcome.FAILED, False),
+    (DeterministicFailure("exit 3"), 1, Outcome.FAILED, False),
+    (AuthorityFailure("branch moved"), 1, Outcome.NEEDS_HUMAN, False),
+    (PolicyViolation("wrote in research"), 1, Outcome.NEEDS_HUMAN, False),
+])
+def test_decide_failure(failure, attempt, outcome, retried):
+    decision = decide_failure(run_in(State.IMPLEMENT, attempt=attempt), failure,
+                              Limits(max_attempts=5, backoff_base=2, backoff_max=30),
+                              jitter=lambda low, high: high)
+    assert decision.outcome is outcome
+    assert (EventType.STEP_RETRY_SCHEDULED in decision.events) is retried
+    if retried:
+        assert decision.delay == min(30, 2 * 2 ** (attempt - 1))
+    assert (EventType.POLICY_VIOLATION in decision.events) is isinstance(failure,
+                                                                          PolicyViolation)
+
+
+def test_next_move():
+    assert next_move(run_in(State.DONE), NOW, has_work=False).kind is MoveKind.FINISHED
+    assert next_move(run_in(State.DONE), NOW, has_work=True).kind is MoveKind.WORK
+    waiting = run_in(State.AWAITING_APPROVAL, deadline=NOW + 10)
+    assert next_move(waiting, NOW, has_work=False).kind is MoveKind.WAITING
+    assert next_move(waiting, NOW + 11, has_work=False).kind is MoveKind.TIME_OUT
+    assert next_move(waiting, NOW, has_work=True).kind is MoveKind.WORK
+    held = run_in(State.VERIFY, lease_owner="w", lease_expires_at=NOW + 5)
+    assert next_move(held, NOW, has_work=True) == next_move(held, NOW, has_work=False)
+    assert next_move(held, NOW, has_work=False).kind is MoveKind.LEASED
+    backoff = run_in(State.VERIFY, ready_at=NOW + 3)
+    move = next_move(backoff, NOW, has_work=False)
+    assert (move.kind, move.at) == (MoveKind.NOT_BEFORE, NOW + 3)
+    assert next_move(run_in(State.NEEDS_HUMAN), NOW, has_work=False).kind is MoveKind.WAITING
+
+
+def test_next_action_and_tracking_view_are_data_said_by_the_edge():
+    action = next_action(run_in(State.AWAITING_APPROVAL), [], spec_sha256=SPEC, now=NOW)
+    assert action.kind is NextActionKind.REVIEW_SPEC and action.params == {"spec_sha256": SPEC}
+    assert say_next_action(action.to_dict(), "r1", Words()) == (
+        f"review spec.md, then `/approve {SPEC[:12]}` or `/changes TEXT`")
+    view = tracking_view(run_in(State.AWAITING_APPROVAL, step="awaiting_approval.1"),
+                         ["queued.1", "research.1", "specify.1"], spec_sha256=SPEC,
+                         branch="ratchet/issue-7", at=NOW)
+    assert [p["status"] for p in view["phases"]] == [
+        "done", "done", "waiting", "pending", "pending", "pending"]
+    text = render_tracking(view, Words())
+    assert "- [x] research" in text and f"Spec sha256: `{SPEC}`" in text
+    assert "`ratchet/issue-7`" in text and "elapsed 1m 5s" in text
