@@ -34,7 +34,7 @@ from runner.sandbox import Sandbox
 from runner.scheduler import Scheduler
 from runner.session import OnChange, SessionParts
 from runner.signals import Authorizer, LocalAuthorizer
-from runner.workspace import Workspaces
+from runner.workspace import NO_ACCESS, RemoteAccess, Workspaces
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,7 @@ class Engine:
         on_change: OnChange | None = None,
         agent_for: Callable[[Run], Agent] | None = None,
         authorizer: Authorizer | None = None,
+        access_for: Callable[[Run], RemoteAccess] | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
@@ -90,6 +91,7 @@ class Engine:
             max_output_bytes=settings.max_output_bytes, sandbox=settings.sandbox,
             redact=settings.redact, child_env=settings.child_env, crash=settings.crash,
             agent_for=agent_for or self._command_agent, executor_for=executor_for,
+            access_for=access_for or (lambda run: NO_ACCESS),
             authorizer=authorizer or LocalAuthorizer(),
             on_change=on_change or (lambda old, new: None), stopping=self.stopping.is_set,
         )

@@ -74,7 +74,7 @@ from runner.workflow import (
     is_stopped,
     transition,
 )
-from runner.workspace import Workspaces
+from runner.workspace import RemoteAccess, Workspaces
 from verification.config import RepositoryConfig
 
 log = logging.getLogger(__name__)
@@ -115,6 +115,7 @@ class SessionParts:
     crash: CrashPoints
     agent_for: Callable[[Run], Agent]
     executor_for: Callable[[Run, Path | None], EffectExecutor]
+    access_for: Callable[[Run], RemoteAccess]  # how git reaches the run's remote
     authorizer: Authorizer
     on_change: OnChange
     stopping: Callable[[], bool] = field(default=lambda: False)
@@ -205,7 +206,8 @@ class Session:
         if needs_tree and run.base_revision is not None:
             history = self.store.checkpoints(run.id)  # CorruptCheckpoint: never use bad history
             self.worktree = workspaces.checkout(run.id, self.lease.epoch, run.repo,
-                                                run.base_revision)
+                                                run.base_revision,
+                                                access=self.parts.access_for(run))
             record = last_tree(history)
             if record is not None:
                 patch = read_patch(self.store, run.id, record.patch)
@@ -432,7 +434,7 @@ class Session:
             sandbox=self.parts.sandbox, redact=self.parts.redact,
             child_env=self.parts.child_env, crash=self.parts.crash,
             max_output_bytes=self.parts.max_output_bytes, lease=lambda: self.heartbeat.lease,
-            cancel=self.heartbeat.stop_work,
+            cancel=self.heartbeat.stop_work, access=self.parts.access_for(run),
         )
 
     def _scratch(self, run: Run) -> Path:

@@ -29,9 +29,9 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -71,6 +71,19 @@ class PushRejected(WorkspaceError):
             f"expected {expected or 'it to be absent'}; reconcile the push effect against "
             f"the remote before retrying"
         )
+
+
+@dataclass(frozen=True)
+class RemoteAccess:
+    """How git authenticates to a run's remote: extra ``-c`` settings (a credential helper)
+    and the variables that helper reads, given to that git call only. Never a URL, a config
+    file or a log."""
+
+    config: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+NO_ACCESS = RemoteAccess()
 
 
 @dataclass(frozen=True)
@@ -171,7 +184,8 @@ class Workspaces:
 
     # -- mirrors -------------------------------------------------------------------------------
 
-    def resolve(self, repo_url: str, rev: str = "HEAD") -> str:
+    def resolve(self, repo_url: str, rev: str = "HEAD", *,
+                access: RemoteAccess = NO_ACCESS) -> str:
         """Fetch the mirror and return the full commit sha ``rev`` names in the source repository.
 
         ``HEAD`` (and ``HEAD~n``) mean the source's current HEAD, not the mirror's. Raises
@@ -179,14 +193,15 @@ class Workspaces:
         """
         url = _normalise_url(repo_url)
         mirror = self._mirror_path(url)
-        git = Git(git_dir=mirror)
+        git = Git(git_dir=mirror, config=access.config)
         with _locked(self._lock_path(mirror)):
-            if not self._clone_if_absent(url, mirror):
-                _run(git, "fetch", "--quiet", "--prune", "origin")
+            if not self._clone_if_absent(url, mirror, access):
+                _run(git, "fetch", "--quiet", "--prune", "origin", env=dict(access.env))
             local_rev = rev
             if _HEAD_REV.match(rev):
                 # The mirror's HEAD is fixed at clone time; ask the source for its HEAD now.
-                _run(git, "fetch", "--quiet", "--no-tags", "origin", "HEAD")
+                _run(git, "fetch", "--quiet", "--no-tags", "origin", "HEAD",
+                     env=dict(access.env))
                 local_rev = "FETCH_HEAD" + rev.removeprefix("HEAD")
             try:
                 return _text(
@@ -197,11 +212,12 @@ class Workspaces:
                     f"{repo_url!r} has no commit {rev!r}; check the branch, tag or sha"
                 ) from exc
 
-    def head_branch(self, repo_url: str) -> str | None:
+    def head_branch(self, repo_url: str, *, access: RemoteAccess = NO_ACCESS) -> str | None:
         """The branch the source's HEAD names (``main``), or None when it is detached."""
         self.root.mkdir(parents=True, exist_ok=True)
-        result = Git(git_dir=None, cwd=self.root).run(
-            "ls-remote", "--symref", "--", _normalise_url(repo_url), "HEAD", check=False)
+        result = Git(git_dir=None, cwd=self.root, config=access.config).run(
+            "ls-remote", "--symref", "--", _normalise_url(repo_url), "HEAD", check=False,
+            env=dict(access.env))
         for line in result.stdout.decode("utf-8", "replace").splitlines():
             if line.startswith("ref: refs/heads/") and line.endswith("\tHEAD"):
                 return line.removeprefix("ref: refs/heads/").removesuffix("\tHEAD")
@@ -220,7 +236,8 @@ class Workspaces:
     def _lock_path(mirror: Path) -> Path:
         return mirror.with_name(mirror.name + ".lock")
 
-    def _clone_if_absent(self, url: str, mirror: Path) -> bool:
+    def _clone_if_absent(self, url: str, mirror: Path,
+                         access: RemoteAccess = NO_ACCESS) -> bool:
         """Clone ``url`` into ``mirror`` (caller holds its lock); False when it already exists.
 
         The clone lands in a scratch folder and is renamed into place, so a process killed
@@ -234,17 +251,19 @@ class Workspaces:
         self._mirrors.mkdir(parents=True, exist_ok=True)
         # --template= keeps a user's init.templateDir (hooks, info/exclude) out of the mirror.
         _run(
-            Git(git_dir=None, cwd=self._mirrors),
+            Git(git_dir=None, cwd=self._mirrors, config=access.config),
             "clone", "--quiet", "--mirror", "--template=", "--", url, str(scratch),
+            env=dict(access.env),
         )
         scratch.rename(mirror)
         return True
 
-    def _ensure_commit(self, mirror: Path, base: str) -> None:
+    def _ensure_commit(self, mirror: Path, base: str, access: RemoteAccess) -> None:
         """Fetch when ``base`` is not in the mirror yet (caller holds the lock)."""
         if self._has_commit(mirror, base):
             return
-        _run(Git(git_dir=mirror), "fetch", "--quiet", "--prune", "origin")
+        _run(Git(git_dir=mirror, config=access.config), "fetch", "--quiet", "--prune", "origin",
+             env=dict(access.env))
         if not self._has_commit(mirror, base):
             raise WorkspaceError(
                 f"commit {base!r} is not in the source of {mirror.name} even after a fetch; "
@@ -260,7 +279,8 @@ class Workspaces:
 
     # -- worktrees -----------------------------------------------------------------------------
 
-    def checkout(self, run_id: str, epoch: int, repo_url: str, base: str) -> Path:
+    def checkout(self, run_id: str, epoch: int, repo_url: str, base: str, *,
+                 access: RemoteAccess = NO_ACCESS) -> Path:
         """Return the run's worktree for ``epoch``, creating it at ``base`` if it is not there.
 
         Idempotent: an existing worktree is returned as it is. A new one (and its git dir) is
@@ -276,8 +296,8 @@ class Workspaces:
         with _locked(self._lock_path(mirror)):
             if path.is_dir() and gitdir.is_dir():
                 return path
-            self._clone_if_absent(url, mirror)
-            self._ensure_commit(mirror, base)
+            self._clone_if_absent(url, mirror, access)
+            self._ensure_commit(mirror, base, access)
             scratch = path.with_name(f"{epoch}.partial")
             scratch_gitdir = gitdir.with_name(f"{gitdir.name}.partial")
             for leftover in (scratch, scratch_gitdir, path):
@@ -466,7 +486,8 @@ class Workspaces:
         )
 
     def push(
-        self, worktree: Path, *, remote: str, commit: str, branch: str, expect: str | None
+        self, worktree: Path, *, remote: str, commit: str, branch: str, expect: str | None,
+        access: RemoteAccess = NO_ACCESS,
     ) -> None:
         """Point ``branch`` on ``remote`` at ``commit`` if it is at ``expect`` (None: absent).
 
@@ -475,15 +496,15 @@ class Workspaces:
         """
         ref = f"refs/heads/{branch}"
         remote = _normalise_url(remote)
+        git = replace(self.git(worktree), config=access.config)
         try:
-            self.git(worktree)(
-                "push", "--porcelain", "--no-verify",
-                f"--force-with-lease={ref}:{expect or ''}", "--", remote, f"{commit}:{ref}",
-            )
+            git("push", "--porcelain", "--no-verify", f"--force-with-lease={ref}:{expect or ''}",
+                "--", remote, f"{commit}:{ref}", env=dict(access.env))
         except GitError as exc:
             if b"[rejected] (stale info)" not in exc.stdout:
                 raise GitCommandFailed(exc) from exc
-            raise PushRejected(remote, branch, expect, self.remote_branch(remote, branch)) from exc
+            actual = self.remote_branch(remote, branch, access=access)
+            raise PushRejected(remote, branch, expect, actual) from exc
         logger.info("pushed %r to %r branch %r", commit, remote, branch)
 
     def has_commit(self, worktree: Path, rev: str) -> bool:
@@ -491,19 +512,22 @@ class Workspaces:
             "cat-file", "-e", "--end-of-options", f"{rev}^{{commit}}", check=False)
         return result.returncode == 0
 
-    def fetch_branch(self, worktree: Path, *, remote: str, branch: str) -> None:
+    def fetch_branch(self, worktree: Path, *, remote: str, branch: str,
+                     access: RemoteAccess = NO_ACCESS) -> None:
         """Bring the remote branch's commits into the run's objects (no ref is written): a
         host that takes a run over lacks the commits another host decided and pushed."""
-        _run(self.git(worktree), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-             "--", _normalise_url(remote), f"refs/heads/{branch}")
+        _run(replace(self.git(worktree), config=access.config), "fetch", "--quiet",
+             "--no-tags", "--no-write-fetch-head", "--", _normalise_url(remote),
+             f"refs/heads/{branch}", env=dict(access.env))
 
-    def remote_branch(self, remote: str, branch: str) -> str | None:
+    def remote_branch(self, remote: str, branch: str, *,
+                      access: RemoteAccess = NO_ACCESS) -> str | None:
         """The sha ``branch`` points at on ``remote``, or None when the branch does not exist."""
         ref = f"refs/heads/{branch}"
         self.root.mkdir(parents=True, exist_ok=True)
         out = _text(
-            Git(git_dir=None, cwd=self.root), "ls-remote", "--heads", "--", _normalise_url(remote),
-            ref,
+            Git(git_dir=None, cwd=self.root, config=access.config), "ls-remote", "--heads", "--",
+            _normalise_url(remote), ref, env=dict(access.env),
         )
         for line in out.splitlines():
             sha, _, name = line.partition("\t")

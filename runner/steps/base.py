@@ -27,7 +27,7 @@ from runner.names import EffectKind, StepId
 from runner.redact import Redactor
 from runner.sandbox import Sandbox
 from runner.workflow import Outcome
-from runner.workspace import Workspaces
+from runner.workspace import NO_ACCESS, RemoteAccess, Workspaces
 from verification.config import RepositoryConfig
 from verification.files import write_atomic
 
@@ -49,6 +49,7 @@ class StepServices:
     max_output_bytes: int
     lease: Callable[[], Lease]  # the current (renewed) lease
     cancel: threading.Event  # set when the lease is lost or a cancel arrives
+    access: RemoteAccess = NO_ACCESS  # how git reaches the run's remote
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,8 @@ def push_commit(inp: StepInput, services: StepServices, *, tree: str,
     date = inp.run.created_at
     if previous and not services.workspaces.has_commit(inp.worktree, previous):
         # Another host decided (and pushed) the head: its commits come from the remote.
-        services.workspaces.fetch_branch(inp.worktree, remote=inp.remote, branch=inp.branch)
+        services.workspaces.fetch_branch(inp.worktree, remote=inp.remote, branch=inp.branch,
+                                         access=services.access)
     commit = services.workspaces.commit(
         inp.worktree, tree=tree, parent=parent, message=message,
         when=datetime.fromtimestamp(date, tz=UTC),
