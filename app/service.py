@@ -18,8 +18,10 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from app.delivery import Delivery, Reaper
+from app.github import webhook_config
 from app.metrics import registry_for
 from app.settings import Settings
+from app.webhooks import WebhookReceiver
 from runner.ledger import Store, open_store
 
 log = logging.getLogger(__name__)
@@ -27,7 +29,7 @@ log = logging.getLogger(__name__)
 
 def create_app(store: Store, *, broker_ping: Callable[[], None] | None = None,
                lifespan: Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]
-               | None = None) -> Starlette:
+               | None = None, webhooks: WebhookReceiver | None = None) -> Starlette:
     registry = registry_for(store)
 
     async def healthz(request: Request) -> PlainTextResponse:
@@ -64,15 +66,15 @@ def create_app(store: Store, *, broker_ping: Callable[[], None] | None = None,
         body = await asyncio.to_thread(generate_latest, registry)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
-    return Starlette(
-        routes=[
-            Route("/healthz", healthz),
-            Route("/readyz", readyz),
-            Route("/api/runs", list_runs),
-            Route("/metrics", metrics),
-        ],
-        lifespan=lifespan,
-    )
+    routes = [
+        Route("/healthz", healthz),
+        Route("/readyz", readyz),
+        Route("/api/runs", list_runs),
+        Route("/metrics", metrics),
+    ]
+    if webhooks is not None:
+        routes.append(Route("/webhooks/github", webhooks.receive, methods=["POST"]))
+    return Starlette(routes=routes, lifespan=lifespan)
 
 
 def serve(settings: Settings, *, host: str, port: int) -> None:
@@ -102,7 +104,9 @@ def serve(settings: Settings, *, host: str, port: int) -> None:
                 delivery.stop_sessions()
                 worker.stop()
 
-    app = create_app(store, broker_ping=_broker_ping(delivery), lifespan=lifespan)
+    receiver = WebhookReceiver(store, webhook_config(settings), delivery.enqueue)
+    app = create_app(store, broker_ping=_broker_ping(delivery), lifespan=lifespan,
+                     webhooks=receiver)
     try:
         uvicorn.run(app, host=host, port=port, log_level="info")
     finally:

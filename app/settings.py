@@ -58,6 +58,19 @@ class Settings(BaseSettings):
     sandbox: SandboxMode = SandboxMode.BWRAP  # bwrap, or none (unconfined: not recommended)
     sandbox_rw: str = ""  # colon-separated folders agents and checks may write (tool caches)
     max_output_bytes: int = Field(MAX_OUTPUT_BYTES, ge=1)  # cap on a phase's output file
+    # GitHub: the App, its webhook, and who may trigger what.
+    webhook_secret: str | None = None  # deliveries without a matching signature are refused
+    insecure_dev_webhooks: bool = False  # accept unsigned deliveries (local development only)
+    trigger_label: str = "ratchet"  # comma-separated labels that start a run on an issue
+    allowed_bots: str = ""  # comma-separated bot logins whose commands are not ignored
+    public_url: str | None = None  # where this service is reachable (links, the App manifest)
+    github_app_id: int | None = None
+    github_app_slug: str | None = None  # read from GET /app when unset
+    github_private_key: str | None = None  # PEM text
+    github_private_key_file: Path | None = None
+    github_api_url: str = "https://api.github.com"
+    github_graphql_url: str | None = None  # derived from the API URL when unset
+    github_mutation_interval: float = _seconds(1.0, ge=0.0)  # GitHub asks for 1 s between writes
     crash_at: str | None = None  # failure-injection tests only (runner/faults.py)
 
     @field_validator("home")
@@ -86,9 +99,20 @@ class Settings(BaseSettings):
     def ledger_url(self) -> str:
         return self.store_url or str(self.home / "ratchet.db")
 
+    @property
+    def trigger_labels(self) -> frozenset[str]:
+        return frozenset(label.strip() for label in self.trigger_label.split(",")
+                         if label.strip())
+
+    @property
+    def allowed_bot_logins(self) -> frozenset[str]:
+        return frozenset(login.strip() for login in self.allowed_bots.split(",") if login.strip())
+
     def sandbox_policy(self) -> Sandbox:
         """Where agents and checks run: Ratchet's home and secret files are never visible."""
         hidden = [self.home]
+        if self.github_private_key_file is not None:
+            hidden.append(self.github_private_key_file)
         ledger = sqlite_path(self.ledger_url)
         if ledger is not None:
             hidden += [ledger, ledger.with_name(ledger.name + "-wal"),

@@ -98,11 +98,19 @@ class Outbox:
                              effect.key)
                     confirmed.append(self.store.confirm_effect(self.lease(), effect.key, found,
                                                                reconciled=True))
+                    self._remember(effect.kind, found)
                     continue
             self.store.begin_effect(self.lease(), effect.key)
             self.crash.reached("after_effect_intent", f"{effect.step}:{request.name}")
             resource = self.executor.apply(request)
             self.crash.reached("after_effect_applied", f"{effect.step}:{request.name}")
             confirmed.append(self.store.confirm_effect(self.lease(), effect.key, resource))
+            self._remember(effect.kind, resource)
         self.failed = None
         return confirmed
+
+    def _remember(self, kind: EffectKind, resource: dict[str, Any]) -> None:
+        """A forge's pull request number becomes the run's: commands on it reach the run."""
+        number = resource.get("number")
+        if kind is EffectKind.PULL_REQUEST and isinstance(number, int):
+            self.store.link_pull_request(self.lease(), number)

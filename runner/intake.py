@@ -19,7 +19,7 @@ from runner.errors import RatchetError
 from runner.ledger.records import NewRun, NewSignal, Run, Signal
 from runner.ledger.store import Store
 from runner.names import SignalKind
-from runner.tracking import tracking_edit
+from runner.tracking import tracking_edit, with_first_edit
 from runner.workflow import State
 from runner.workspace import Workspaces
 from verification.config import CONFIG_PATH, ConfigError, parse_repository_config
@@ -60,19 +60,11 @@ def create_local_run(
     outbox = runs_root / run_id / "outbox"
     params = {"agent_command": agent_command, "remote": repo_url, "outbox": str(outbox),
               "branch": branch, "base_branch": workspaces.head_branch(repo_url) or base}
-    provisional = Run(
-        id=run_id, repo=repo_url, title=title, body=body, workflow="issue", issue=None,
-        pr=None, state=State.QUEUED, step="queued.1", attempt=1, version=1, lease_owner=None,
-        lease_epoch=0, lease_expires_at=None, base_revision=base, head_revision=None,
-        ready_at=None, deadline=None, reason=None, params=params, created_at=time.time(),
-        updated_at=time.time(),
-    )
-    tracking = tracking_edit(provisional, state=State.QUEUED, step="queued.1", reason=None,
-                             completed=[], spec_sha256=None, at=provisional.created_at)
-    run = store.create_run(NewRun(
+    now = time.time()
+    run = store.create_run(with_first_edit(NewRun(
         id=run_id, repo=repo_url, title=title, body=body, base_revision=base, params=params,
-        event_data={"title": title}, effects=(tracking.intent(),),
-    ), now=provisional.created_at)
+        event_data={"title": title},
+    ), at=now), now=now)
     log.info("run %r created for %r at %r", run.id, repo_url, base)
     return run
 

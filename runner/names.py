@@ -111,6 +111,7 @@ class SignalKind(StrEnum):
     RETRY = "retry"  # a stopped run takes its step up again
     CANCEL = "cancel"
     RERUN_VERIFICATION = "rerequest"  # verify the checkpointed tree again
+    STATUS = "status"  # answered with the run's status; changes nothing
 
 
 class SignalStatus(StrEnum):

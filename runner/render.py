@@ -119,7 +119,9 @@ def render_pull_request(payload: Mapping[str, Any], words: Vocabulary) -> str:
 
 
 def render_reply(payload: Mapping[str, Any], words: Vocabulary) -> str:
-    """One reply to a refused signal: why, and what would work."""
+    """One reply to a signal: why it was refused and what would work, or the run's status."""
+    if "status" in payload:
+        return render_status_reply(payload, words)
     refusal = Refusal(payload["refusal"])
     params = payload.get("params", {})
     run_id = payload["run"]
@@ -147,6 +149,20 @@ def render_reply(payload: Mapping[str, Any], words: Vocabulary) -> str:
     else:
         text = f"the run has ended ({params.get('state')}); start a new one."
     return f"{who}{text}\n"
+
+
+def render_status_reply(payload: Mapping[str, Any], words: Vocabulary) -> str:
+    status = payload["status"]
+    run_id = payload["run"]
+    author = payload.get("author", "")
+    who = f"{words.mention(author)}: " if author else ""
+    lines = [f"{who}run `{run_id}` is {status['state'].replace('_', ' ')} (step {status['step']})."]
+    if status.get("completed"):
+        lines.append(f"Completed: {', '.join(status['completed'])}.")
+    if status.get("reason"):
+        lines.append(f"Reason: {status['reason']}")
+    lines.append(f"Next: {say_next_action(status['next_action'], run_id, words)}")
+    return "\n".join(lines) + "\n"
 
 
 def render_spec_check(payload: Mapping[str, Any], words: Vocabulary) -> CheckRunText:

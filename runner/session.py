@@ -61,6 +61,7 @@ from runner.results import PreparedRecord, last_tree
 from runner.sandbox import Sandbox
 from runner.scratch import remove_scratch, scrub_scratch
 from runner.signals import Authorizer, decide_signal
+from runner.status import read_status
 from runner.steps import STEPS, StepInput, StepResult, StepServices
 from runner.steps.base import read_patch
 from runner.tracking import tracking_edit
@@ -203,6 +204,8 @@ class Session:
         workspaces = self.parts.workspaces
         needs_tree = is_runnable(run.state) or any(
             e.kind is EffectKind.PUSH for e in self._pending_effects(run))
+        if needs_tree and run.base_revision is None:
+            run = self._resolve_base(run)
         if needs_tree and run.base_revision is not None:
             history = self.store.checkpoints(run.id)  # CorruptCheckpoint: never use bad history
             self.worktree = workspaces.checkout(run.id, self.lease.epoch, run.repo,
@@ -221,6 +224,16 @@ class Session:
         executor = self.parts.executor_for(run, self.worktree)
         self.outbox = Outbox(self.store, lambda: self.heartbeat.lease, executor,
                              crash=self.parts.crash)
+
+    def _resolve_base(self, run: Run) -> Run:
+        """A run created from a forge event names its base branch, not a commit (no forge
+        call happens while a webhook is answered): fetch it and record the commit once."""
+        branch = str(run.params.get("base_branch") or "HEAD")
+        base = self.parts.workspaces.resolve(run.repo, branch,
+                                             access=self.parts.access_for(run))
+        return self._commit(run, self._unchanged(run, base_revision=base, events=(NewEvent(
+            EventType.WORKSPACE_PREPARED, step=run.step, revision=base,
+            data={"base_branch": branch}),)))
 
     # --- the outbox ----------------------------------------------------------------------
 
@@ -289,8 +302,19 @@ class Session:
                       "refusal": verdict.refusal.value, "params": dict(verdict.params)}),),
                 effects=(reply.intent(),),
                 signal=SignalDecision(signal.id, SignalStatus.REFUSED, verdict.reason)))
-        assert verdict.outcome is not None
         effects: tuple[EffectRequest, ...] = ()
+        if verdict.outcome is None:  # a status request: answered, nothing moves
+            status = read_status(self.store, run.id, now=time.time())
+            reply = self._effect(run, EffectKind.REPLY, f"reply.{name}", {
+                "run": run.id, "signal": signal.id, "author": signal.author,
+                "status": {"state": status.state, "step": status.step,
+                           "completed": status.completed_steps, "reason": status.reason,
+                           "next_action": status.next_action.to_dict()},
+                "in_reply_to": signal.payload.get("comment"),
+            })
+            return self._commit(run, self._unchanged(
+                run, effects=(reply.intent(),),
+                signal=SignalDecision(signal.id, SignalStatus.ACCEPTED, verdict.reason)))
         if signal.payload.get("comment") is not None:
             effects = (self._effect(run, EffectKind.REACTION, f"ack.{name}", {
                 "run": run.id, "signal": signal.id, "content": "eyes",

@@ -94,6 +94,8 @@ def decide_signal(
     """
     if not authorization.allowed:
         return _refuse(Refusal.NOT_PERMITTED, author=signal.author, detail=authorization.detail)
+    if signal.kind is SignalKind.STATUS:
+        return Verdict(True)  # answered with the status, whatever the state
     if is_end(run.state):
         return _refuse(Refusal.ENDED, state=run.state.value)
     kind = signal.kind

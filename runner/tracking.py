@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from runner.effects import EffectRequest, effect_key
-from runner.ledger.records import Run
+from runner.ledger.records import NewRun, Run
 from runner.names import EffectKind
 from runner.views import tracking_view
 from runner.workflow import State
@@ -26,3 +26,17 @@ def tracking_edit(run: Run, *, state: State, step: str, reason: str | None,
                          branch=str(run.params.get("branch") or f"ratchet/{run.id}"), at=at)
     return EffectRequest(effect_key(run.id, step, f"{TRACKING}.{state.value}"), run.id, step,
                          EffectKind.COMMENT, {"name": TRACKING, "view": view})
+
+
+def with_first_edit(new: NewRun, *, at: float) -> NewRun:
+    """``new`` carrying its tracking comment's first edit, recorded with the run."""
+    run = Run(
+        id=new.id, repo=new.repo, title=new.title, body=new.body, workflow=new.workflow,
+        issue=new.issue, pr=new.pr, state=State.QUEUED, step=new.step, attempt=1, version=1,
+        lease_owner=None, lease_epoch=0, lease_expires_at=None,
+        base_revision=new.base_revision, head_revision=None, ready_at=None, deadline=None,
+        reason=None, params=dict(new.params), created_at=at, updated_at=at,
+    )
+    edit = tracking_edit(run, state=State.QUEUED, step=new.step, reason=None, completed=[],
+                         spec_sha256=None, at=at)
+    return replace(new, effects=(*new.effects, edit.intent()))

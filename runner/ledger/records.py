@@ -233,6 +233,7 @@ class Change:
     deadline: float | None = None
     reason: str | None = None
     head_revision: str | None = None
+    base_revision: str | None = None  # set once, when a run created without one resolves it
     effects: tuple[EffectIntent, ...] = ()  # the outbox: applied after this commits
     signal: SignalDecision | None = None  # the signal this change answers
 
@@ -289,3 +290,36 @@ class RecoveryStats:
     resume_seconds: list[float]  # lease expired -> next lease acquired, per takeover
     checkpoint_ages: list[float]  # seconds since the last checkpoint of each runnable run
     step_attempts: list[int]  # attempts each completed step needed
+
+
+@dataclass(frozen=True)
+class NewDelivery:
+    """A forge's webhook delivery and what routing decided for it (before the ledger checks
+    whether a run is active)."""
+
+    id: str  # the forge's delivery id: the same id twice is recorded once
+    event: str
+    action: str | None
+    decision: str  # "start", "signal" or "ignore"
+    reason: str
+
+
+@dataclass(frozen=True)
+class SignalFor:
+    """A signal for the active run of an issue or pull request (found in the transaction)."""
+
+    repo: str  # the run's repository (``Run.repo``)
+    number: int  # an issue or pull request number (0 with ``run_id``)
+    kind: SignalKind
+    author: str
+    origin: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    run_id: str | None = None  # the run itself, when the event names it (a check run's)
+
+
+@dataclass(frozen=True)
+class DeliveryOutcome:
+    recorded: bool  # False: a redelivery; nothing changed
+    decision: str  # what was done: "start", "signal" or "ignore"
+    reason: str
+    run_id: str | None = None

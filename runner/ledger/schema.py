@@ -123,6 +123,16 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         CREATE INDEX effects_by_status ON effects (status);
         """,
     ),
+    (
+        4,
+        """
+        ALTER TABLE deliveries ADD COLUMN action TEXT;
+        ALTER TABLE deliveries ADD COLUMN decision TEXT;
+        ALTER TABLE deliveries ADD COLUMN reason TEXT;
+        CREATE INDEX runs_by_issue ON runs (repo, issue);
+        CREATE INDEX runs_by_pr ON runs (repo, pr);
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1][0]

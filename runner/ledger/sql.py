@@ -31,11 +31,13 @@ from runner.ledger import schema
 from runner.ledger.records import (
     Change,
     Checkpoint,
+    DeliveryOutcome,
     Effect,
     EffectIntent,
     EffectStatus,
     Event,
     Lease,
+    NewDelivery,
     NewEvent,
     NewRun,
     NewSignal,
@@ -43,6 +45,7 @@ from runner.ledger.records import (
     Run,
     Signal,
     SignalDecision,
+    SignalFor,
 )
 from runner.names import EffectKind, EventType, SignalKind, SignalStatus
 from runner.workflow import ENDS, WAITS, State, allowed, is_runnable
@@ -195,26 +198,29 @@ class SqlStore(ABC):
     def create_run(self, new: NewRun, *, now: float | None = None) -> Run:
         at = _now(now)
         with self._write() as tx:
-            if tx.one("SELECT 1 FROM runs WHERE id = ?", (new.id,)):
-                raise LedgerError(f"a run with id {new.id!r} already exists")
-            tx.run(
-                f"INSERT INTO runs ({RUN_COLUMNS}) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, NULL, 1, NULL, 0, NULL, ?, NULL, NULL, NULL,"
-                " NULL, ?, 1, ?, ?)",
-                (
-                    new.id, new.repo, new.title, new.body, new.workflow, new.issue, new.pr,
-                    State.QUEUED.value, new.step, new.base_revision,
-                    json.dumps(dict(new.params)), at, at,
-                ),
-            )
-            self._insert_events(
-                tx, new.id, 1, 0, at,
-                [NewEvent(EventType.RUN_CREATED, step=new.step, attempt=1,
-                          revision=new.base_revision, data=dict(new.event_data))],
-            )
-            self._record_effects(tx, new.id, 0, at, new.effects)
+            self._insert_run(tx, new, at)
             row = self._select_run(tx, new.id)
         return _run_from_row(row)
+
+    def _insert_run(self, tx: Tx, new: NewRun, at: float) -> None:
+        if tx.one("SELECT 1 AS x FROM runs WHERE id = ?", (new.id,)):
+            raise LedgerError(f"a run with id {new.id!r} already exists")
+        tx.run(
+            f"INSERT INTO runs ({RUN_COLUMNS}) VALUES"
+            " (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, NULL, 1, NULL, 0, NULL, ?, NULL, NULL, NULL,"
+            " NULL, ?, 1, ?, ?)",
+            (
+                new.id, new.repo, new.title, new.body, new.workflow, new.issue, new.pr,
+                State.QUEUED.value, new.step, new.base_revision,
+                json.dumps(dict(new.params)), at, at,
+            ),
+        )
+        self._insert_events(
+            tx, new.id, 1, 0, at,
+            [NewEvent(EventType.RUN_CREATED, step=new.step, attempt=1,
+                      revision=new.base_revision, data=dict(new.event_data))],
+        )
+        self._record_effects(tx, new.id, 0, at, new.effects)
 
     def get_run(self, run_id: str) -> Run:
         with self._read() as tx:
@@ -458,11 +464,12 @@ class SqlStore(ABC):
         tx.run(
             "UPDATE runs SET state = ?, step = ?, attempt = ?, step_epoch = ?,"
             " version = version + 1, ready_at = ?, deadline = ?, reason = ?,"
-            " head_revision = COALESCE(?, head_revision), updated_at = ?, last_seq = ?"
+            " head_revision = COALESCE(?, head_revision),"
+            " base_revision = COALESCE(base_revision, ?), updated_at = ?, last_seq = ?"
             " WHERE id = ? AND version = ?",
             (
                 change.state.value, change.step, change.attempt, step_epoch, change.ready_at,
-                change.deadline, change.reason, change.head_revision, at,
+                change.deadline, change.reason, change.head_revision, change.base_revision, at,
                 last_seq + len(change.events), run.id, run.version,
             ),
         )
@@ -490,6 +497,7 @@ class SqlStore(ABC):
             deadline=change.deadline,
             reason=change.reason,
             head_revision=change.head_revision or run.head_revision,
+            base_revision=run.base_revision or change.base_revision,
             updated_at=at,
         )
 
@@ -695,24 +703,85 @@ class SqlStore(ABC):
 
     # --- deliveries ----------------------------------------------------------------------
 
-    def record_delivery(
-        self, delivery_id: str, *, event: str, run_id: str | None = None,
-        now: float | None = None,
-    ) -> bool:
+    def accept_delivery(
+        self, delivery: NewDelivery, *, start: NewRun | None = None,
+        signal: SignalFor | None = None, now: float | None = None,
+    ) -> DeliveryOutcome:
+        at = _now(now)
         with self._write() as tx:
-            return (
-                tx.run(
-                    "INSERT INTO deliveries (id, event, run_id, first_seen) VALUES (?, ?, ?, ?)"
-                    " ON CONFLICT (id) DO NOTHING",
-                    (delivery_id, event, run_id, _now(now)),
-                )
-                == 1
+            seen = tx.one("SELECT decision, reason, run_id FROM deliveries WHERE id = ?",
+                          (delivery.id,))
+            if seen is not None:
+                return DeliveryOutcome(False, seen["decision"] or "ignore",
+                                       seen["reason"] or "seen before", seen["run_id"])
+            decision, reason, run_id = delivery.decision, delivery.reason, None
+            if start is not None:
+                active = self._active_run(tx, start.repo, start.issue, by="issue")
+                if active is not None:
+                    decision = "ignore"
+                    reason = f"run {active} is already active for #{start.issue}"
+                else:
+                    self._insert_run(tx, start, at)
+                    run_id = start.id
+            elif signal is not None:
+                active = (self._named_run(tx, signal.repo, signal.run_id) if signal.run_id
+                          else self._active_run(tx, signal.repo, signal.number, by="either"))
+                if active is None:
+                    target = signal.run_id or f"#{signal.number}"
+                    decision, reason = "ignore", f"no active run for {target}"
+                else:
+                    run_id = active
+                    new = NewSignal(f"delivery:{delivery.id}", active, signal.kind,
+                                    signal.author, signal.origin, signal.payload)
+                    self._insert_signal(tx, new, at, status=SignalStatus.PENDING, reason=None)
+                    run = _run_from_row(self._select_run(tx, active))
+                    seq = self._allocate(tx, active, 1)
+                    self._insert_events(tx, active, seq, run.lease_epoch, at, [NewEvent(
+                        EventType.SIGNAL_RECEIVED, step=run.step,
+                        data={"signal": new.id, "kind": new.kind.value, "author": new.author,
+                              "origin": new.origin, "delivery": delivery.id})])
+            tx.run(
+                "INSERT INTO deliveries (id, event, run_id, first_seen, action, decision, reason)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (delivery.id, delivery.event, run_id, at, delivery.action, decision, reason),
             )
+        return DeliveryOutcome(True, decision, reason, run_id)
 
-    def delivery_run(self, delivery_id: str) -> str | None:
+    def delivery(self, delivery_id: str) -> DeliveryOutcome | None:
         with self._read() as tx:
-            row = tx.one("SELECT run_id FROM deliveries WHERE id = ?", (delivery_id,))
-        return None if row is None else row["run_id"]
+            row = tx.one("SELECT decision, reason, run_id FROM deliveries WHERE id = ?",
+                         (delivery_id,))
+        if row is None:
+            return None
+        return DeliveryOutcome(True, row["decision"] or "ignore", row["reason"] or "",
+                               row["run_id"])
+
+    def link_pull_request(self, lease: Lease, number: int, *,
+                          now: float | None = None) -> None:
+        with self._write() as tx:
+            self._fence(tx, lease, "link its pull request")
+            tx.run("UPDATE runs SET pr = ?, updated_at = ? WHERE id = ?",
+                   (number, _now(now), lease.run_id))
+
+    def _named_run(self, tx: Tx, repo: str, run_id: str) -> str | None:
+        """``run_id`` if it is a run of ``repo`` (ended ones too: they answer a refusal)."""
+        row = tx.one(f"SELECT id FROM runs WHERE id = ? AND repo = ?{self.lock_clause}",
+                     (run_id, repo))
+        return None if row is None else row["id"]
+
+    def _active_run(self, tx: Tx, repo: str, number: int | None, *, by: str) -> str | None:
+        """The run of ``repo`` for issue (or pull request) ``number`` that has not ended."""
+        if number is None:
+            return None
+        ends = ", ".join("?" for _ in _ENDS)
+        column = "issue = ?" if by == "issue" else "(issue = ? OR pr = ?)"
+        params = (number,) if by == "issue" else (number, number)
+        row = tx.one(
+            f"SELECT id FROM runs WHERE repo = ? AND {column} AND state NOT IN ({ends})"
+            f" ORDER BY created_at DESC LIMIT 1{self.lock_clause}",
+            (repo, *params, *_ENDS),
+        )
+        return None if row is None else row["id"]
 
     # --- internals -----------------------------------------------------------------------
 

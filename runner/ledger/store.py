@@ -8,16 +8,19 @@ from typing import Any, Protocol
 from runner.ledger.records import (
     Change,
     Checkpoint,
+    DeliveryOutcome,
     Effect,
     EffectIntent,
     Event,
     Lease,
+    NewDelivery,
     NewEvent,
     NewRun,
     NewSignal,
     RecoveryStats,
     Run,
     Signal,
+    SignalFor,
 )
 from runner.names import SignalStatus
 from runner.workflow import State
@@ -137,14 +140,22 @@ class Store(Protocol):
     def read_artifact(self, run_id: str, path: str) -> bytes | None: ...
 
     # deliveries
-    def record_delivery(
-        self, delivery_id: str, *, event: str, run_id: str | None = None,
-        now: float | None = None,
-    ) -> bool:
-        """``True`` the first time a webhook delivery id is seen, ``False`` on a redelivery."""
+    def accept_delivery(
+        self, delivery: NewDelivery, *, start: NewRun | None = None,
+        signal: SignalFor | None = None, now: float | None = None,
+    ) -> DeliveryOutcome:
+        """Record a webhook delivery with what it caused, in ONE transaction: a new run
+        (``start``; unless a run is active for that issue), a pending signal for the active
+        run of an issue or pull request (``signal``; unless there is none), or nothing. A
+        delivery id seen before changes nothing (``recorded`` False, with the first answer)."""
         ...
 
-    def delivery_run(self, delivery_id: str) -> str | None: ...
+    def delivery(self, delivery_id: str) -> DeliveryOutcome | None: ...
+
+    def link_pull_request(self, lease: Lease, number: int, *,
+                          now: float | None = None) -> None:
+        """Remember the run's pull request number (commands on it then reach the run)."""
+        ...
 
     # housekeeping
     def schema_version(self) -> int: ...

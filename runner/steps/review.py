@@ -66,7 +66,9 @@ def open_review(inp: StepInput, services: StepServices, *, spec_text: str,
         inp, spec_text=spec_text, spec_sha256=spec_sha256, draft=True))
     check = inp.effect(EffectKind.CHECK_RUN, "spec-check", {
         "run": inp.run.id, "name": SPEC_CHECK, "head_sha": commit,
-        "external_id": f"{inp.run.id}:{SPEC_CHECK}:{commit}", "conclusion": "action_required",
+        # The spec's hash in the id: its "Approve spec" button approves exactly this spec.
+        "external_id": f"{inp.run.id}:{SPEC_CHECK}:{commit}:{spec_sha256[:12]}",
+        "conclusion": "action_required",
         "review": {"spec_sha256": spec_sha256},
         "actions": [{"identifier": "approve", "label": "Approve spec",
                      "description": f"Approve spec {spec_sha256[:12]}"}],

@@ -20,12 +20,15 @@ from runner.ledger import schema
 from runner.ledger.records import (
     Change,
     Checkpoint,
+    DeliveryOutcome,
     EffectIntent,
     EffectStatus,
+    NewDelivery,
     NewEvent,
     NewRun,
     NewSignal,
     SignalDecision,
+    SignalFor,
 )
 from runner.names import EffectKind, SignalKind, SignalStatus
 from runner.workflow import State
@@ -311,10 +314,39 @@ def test_effects_keep_their_decision_order_and_can_be_given_up(store):
         store.fail_effect(lease, keys[0], "again")
 
 
-def test_deliveries_are_seen_once(store):
-    assert store.record_delivery("guid-1", event="issues") is True
-    assert store.record_delivery("guid-1", event="issues") is False
-    assert store.delivery_run("guid-1") is None
+def test_a_delivery_starts_one_run_per_issue_and_is_recorded_once(store):
+    def labeled(delivery_id, run_id):
+        return store.accept_delivery(
+            NewDelivery(delivery_id, "issues", "labeled", "start", "labeled ratchet"),
+            start=NewRun(id=run_id, repo="https://x/acme/w.git", title="t", issue=7), now=T0)
+
+    first = labeled("guid-1", "run-a")
+    assert (first.recorded, first.decision, first.run_id) == (True, "start", "run-a")
+    again = labeled("guid-1", "run-b")  # a redelivery: the first answer, nothing new
+    assert (again.recorded, again.run_id) == (False, "run-a")
+    second = labeled("guid-2", "run-c")  # another label event while run-a is active
+    assert (second.decision, second.run_id) == ("ignore", None)
+    assert "run-a is already active for #7" in second.reason
+    assert [r.id for r in store.list_runs()] == ["run-a"]
+    assert store.delivery("guid-2") == DeliveryOutcome(True, "ignore", second.reason, None)
+
+
+def test_a_delivery_signals_the_active_run_of_an_issue_or_its_pull_request(store):
+    store.create_run(NewRun(id="r1", repo="repo", title="t", issue=7), now=T0)
+    lease = store.acquire_lease("r1", "A", ttl=10, now=T0)
+    store.link_pull_request(lease, 12)
+    command = SignalFor("repo", 12, SignalKind.APPROVE, author="ann", origin="github",
+                        payload={"hash": "abcdef"})
+    outcome = store.accept_delivery(
+        NewDelivery("guid-9", "issue_comment", "created", "signal", "approve"), signal=command)
+    assert (outcome.decision, outcome.run_id) == ("signal", "r1")
+    [signal] = store.signals("r1")
+    assert (signal.id, signal.kind, signal.payload) == (
+        "delivery:guid-9", SignalKind.APPROVE, {"hash": "abcdef"})
+    nobody = store.accept_delivery(
+        NewDelivery("guid-10", "issue_comment", "created", "signal", "approve"),
+        signal=SignalFor("repo", 99, SignalKind.APPROVE, author="ann", origin="github"))
+    assert nobody.decision == "ignore" and "no active run for #99" in nobody.reason
 
 
 def test_signals_are_recorded_once_per_source_and_decided_once(store):
@@ -405,7 +437,7 @@ def test_list_runs_newest_first_and_by_state(store):
 
 def test_migrations_are_idempotent_and_newer_schema_is_refused(store):
     store.migrate()
-    assert store.schema_version() == schema.LATEST == 3
+    assert store.schema_version() == schema.LATEST == 4
     raw(store, "INSERT INTO ledger_schema (version) VALUES (99)")
     with pytest.raises(LedgerError, match="newer than this Ratchet"):
         store.migrate()

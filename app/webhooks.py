@@ -1,0 +1,180 @@
+"""``POST /webhooks/github``: check the signature, parse once, decide, record, wake, answer.
+
+The request only records: no GitHub API call happens in it, so the answer is fast and a crash
+loses nothing GitHub was told was received. gidgethub's sans-I/O ``Event.from_http`` checks the
+``X-Hub-Signature-256`` HMAC (constant time); ``github/routing.py`` decides from the payload
+alone; one ledger transaction (``Store.accept_delivery``) stores the delivery with what it
+caused (a new run, a pending signal, or the reason it was ignored); then the run is woken.
+
+Answers: 401 for a missing or wrong signature (nothing recorded), 400 for malformed JSON or
+missing GitHub headers, 413 above 25 MB, 503 when no secret is configured (unless insecure
+development deliveries are allowed), 202 for a delivery that started or signalled a run, 200
+for one ignored or seen before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gidgethub import BadRequest, ValidationFailure
+from gidgethub.sansio import Event
+from pydantic import ValidationError
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse
+
+from github.events import parse_event
+from github.routing import Ignore, RouteSettings, Signal, StartRun, route
+from runner.errors import LedgerUnavailable
+from runner.ledger.records import DeliveryOutcome, NewDelivery, NewRun, SignalFor
+from runner.ledger.store import Store
+from runner.names import SignalKind
+from runner.tracking import with_first_edit
+
+log = logging.getLogger(__name__)
+
+# GitHub does not deliver payloads over 25 MB; anything larger is not GitHub.
+MAX_BODY_BYTES = 25 * 1024 * 1024
+_REQUIRED_HEADERS = ("x-github-event", "x-github-delivery", "content-type")
+
+
+@dataclass(frozen=True)
+class WebhookConfig:
+    secret: str | None
+    insecure: bool  # accept unsigned deliveries (local development)
+    routing: RouteSettings
+    agent_command: str | None  # the agent of runs started by a label
+
+
+class WebhookReceiver:
+    """The endpoint; ``wake`` enqueues a run for a worker (its failures are logged: the
+    reaper wakes runs with work in their inbox anyway)."""
+
+    def __init__(self, store: Store, config: WebhookConfig, wake: Callable[[str], None]) -> None:
+        self.store = store
+        self.config = config
+        self.wake = wake
+
+    async def receive(self, request: Request) -> JSONResponse:
+        config = self.config
+        if not config.secret and not config.insecure:
+            return _answer(503, "no webhook secret is configured (RATCHET_WEBHOOK_SECRET):"
+                                " every delivery is refused until one is set")
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            return _answer(413, f"payloads above {MAX_BODY_BYTES} bytes are not GitHub's")
+        try:
+            body = await _read(request)
+        except _TooLarge:
+            return _answer(413, f"payloads above {MAX_BODY_BYTES} bytes are not GitHub's")
+        except ClientDisconnect:
+            return _answer(400, "the client went away mid-request")
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        headers.pop("x-hub-signature", None)  # SHA-1 signatures are not accepted
+        if config.secret is None:
+            headers.pop("x-hub-signature-256", None)
+        elif "x-hub-signature-256" not in headers:
+            return _answer(401, "X-Hub-Signature-256 is missing")
+        missing = [h for h in _REQUIRED_HEADERS if not headers.get(h, "").strip()]
+        if missing:
+            return _answer(400, f"missing GitHub headers: {', '.join(missing)}")
+        try:
+            event = Event.from_http(headers, body, secret=config.secret)
+        except ValidationFailure:
+            return _answer(401, "the signature does not match the configured secret")
+        except (BadRequest, ValueError) as exc:
+            return _answer(400, f"the body is not a JSON delivery: {exc}")
+        try:
+            outcome = await asyncio.to_thread(self._record, event)
+        except LedgerUnavailable as exc:
+            log.warning("delivery %r: ledger unavailable: %s", event.delivery_id, exc)
+            return _answer(503, "the ledger is unavailable; GitHub may redeliver")
+        log.info("delivery %r (%s): %s: %s run=%r", event.delivery_id, event.event,
+                 outcome.decision, outcome.reason, outcome.run_id)
+        acted = outcome.recorded and outcome.decision in {"start", "signal"}
+        if acted and outcome.run_id is not None:
+            try:
+                await asyncio.to_thread(self.wake, outcome.run_id)
+            except Exception as exc:  # the broker is down: the reaper wakes it later
+                log.warning("run %r: could not enqueue: %s", outcome.run_id, exc)
+        return JSONResponse(
+            {"delivery": event.delivery_id, "decision": outcome.decision,
+             "reason": outcome.reason, "run": outcome.run_id,
+             **({} if outcome.recorded else {"duplicate": True})},
+            status_code=202 if acted else 200,
+        )
+
+    def _record(self, event: Event) -> DeliveryOutcome:
+        """Decide (pure) and record it with what it causes, in one ledger transaction."""
+        data = event.data if isinstance(event.data, dict) else {}
+        action = data.get("action") if isinstance(data.get("action"), str) else None
+        try:
+            model = parse_event(event.event, event.data)
+            intent = route(event.event, model, self.config.routing)
+        except ValidationError as exc:
+            intent = Ignore(f"the payload lacks what Ratchet reads ({exc.error_count()} errors)")
+        delivery = NewDelivery(event.delivery_id, event.event, action, _decision(intent),
+                               _describe(intent))
+        if isinstance(intent, StartRun):
+            return self.store.accept_delivery(delivery, start=self._new_run(intent))
+        if isinstance(intent, Signal):
+            return self.store.accept_delivery(delivery, signal=SignalFor(
+                repo=intent.clone_url, number=intent.number, kind=intent.kind,
+                author=intent.author, origin="github", payload=intent.payload,
+                run_id=intent.run_id))
+        return self.store.accept_delivery(delivery)
+
+    def _new_run(self, start: StartRun) -> NewRun:
+        run_id = f"r-{time.strftime('%Y%m%d')}-{secrets.token_hex(4)}"
+        branch = f"ratchet/issue-{start.issue}"
+        params = {
+            "forge": "github", "owner": start.owner, "repo": start.repo,
+            "installation": start.installation, "clone_url": start.clone_url,
+            "remote": start.clone_url, "branch": branch, "base_branch": start.default_branch,
+            "agent_command": self.config.agent_command, "label": start.label,
+            "started_by": start.author,
+        }
+        new = NewRun(id=run_id, repo=start.clone_url, title=start.title, body=start.body,
+                     issue=start.issue, params=params,
+                     event_data={"title": start.title, "issue": start.issue,
+                                 "by": start.author})
+        return with_first_edit(new, at=time.time())
+
+
+def _decision(intent: object) -> str:
+    if isinstance(intent, StartRun):
+        return "start"
+    return "signal" if isinstance(intent, Signal) else "ignore"
+
+
+def _describe(intent: object) -> str:
+    if isinstance(intent, StartRun):
+        return f"issue #{intent.issue} labeled {intent.label} by {intent.author}"
+    if isinstance(intent, Signal):
+        target = intent.run_id or f"#{intent.number}"
+        kind = intent.kind.value if isinstance(intent.kind, SignalKind) else intent.kind
+        return f"{kind} from {intent.author} for {target}"
+    assert isinstance(intent, Ignore)
+    return intent.reason
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _read(request: Request) -> bytes:
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise _TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _answer(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)

@@ -1,0 +1,66 @@
+"""``/ratchet`` commands in comments: parsed, pure.
+
+A command is the first line of a comment that starts with ``/ratchet``; anything else in the
+comment is ignored, except for ``request-changes``, whose feedback is the rest of that line and
+every line after it. Quoted lines (``> /ratchet approve``) are not commands: they quote one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from runner.names import SignalKind
+
+PREFIX = "/ratchet"
+_COMMAND = re.compile(r"^/ratchet(?:\s+(?P<verb>[a-z-]+))?(?P<rest>.*)$", re.IGNORECASE)
+# The verbs and what they ask the run for.
+VERBS = {
+    "approve": SignalKind.APPROVE,
+    "request-changes": SignalKind.REQUEST_CHANGES,
+    "retry": SignalKind.RETRY,
+    "cancel": SignalKind.CANCEL,
+    "status": SignalKind.STATUS,
+}
+USAGE = (
+    "`/ratchet approve <spec hash>`, `/ratchet request-changes <feedback>`, `/ratchet retry`,"
+    " `/ratchet cancel`, `/ratchet status`"
+)
+
+
+@dataclass(frozen=True)
+class Command:
+    kind: SignalKind
+    argument: str  # the hash, the feedback, or empty
+
+
+class CommandError(ValueError):
+    """A ``/ratchet`` line that names no known command or lacks its argument."""
+
+
+def parse_command(body: str | None) -> Command | None:
+    """The command a comment carries, or None when it carries none.
+
+    Raises ``CommandError`` for ``/ratchet`` with an unknown verb or a missing argument.
+    """
+    lines = (body or "").splitlines()
+    for index, line in enumerate(lines):
+        match = _COMMAND.match(line.strip())
+        if match is None:
+            continue
+        verb = (match.group("verb") or "").lower()
+        if verb not in VERBS:
+            raise CommandError(f"unknown command {line.strip()!r}; the commands are {USAGE}")
+        rest = match.group("rest").strip()
+        kind = VERBS[verb]
+        if kind is SignalKind.REQUEST_CHANGES:
+            feedback = "\n".join([rest, *lines[index + 1:]]).strip()
+            if not feedback:
+                raise CommandError("`/ratchet request-changes` needs feedback after it")
+            return Command(kind, feedback)
+        if kind is SignalKind.APPROVE:
+            if not rest:
+                raise CommandError("`/ratchet approve` needs the spec's hash after it")
+            return Command(kind, rest.split()[0])
+        return Command(kind, "")
+    return None

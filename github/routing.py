@@ -1,0 +1,156 @@
+"""What a webhook delivery means for Ratchet, decided from the payload alone (pure).
+
+``route`` returns an intent; the webhook endpoint records it in one ledger transaction. Events
+the App caused (its bot user, ``performed_via_github_app`` this App, its own check runs),
+edited comments and other bots (unless allowed) are ignored here, so the bot never triggers
+itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from github.commands import CommandError, parse_command
+from github.events import (
+    Account,
+    CheckRunEvent,
+    IssueCommentEvent,
+    IssuesEvent,
+    PullRequestEvent,
+    WebhookEvent,
+)
+from runner.names import SignalKind
+
+
+@dataclass(frozen=True)
+class RouteSettings:
+    app_id: int | None  # this App's id: its own actions are ignored
+    bot_login: str | None  # this App's bot user (``<slug>[bot]``)
+    trigger_labels: frozenset[str] = frozenset({"ratchet"})
+    allowed_bots: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class StartRun:
+    """A labeled issue: start a run for it (unless one is active)."""
+
+    owner: str
+    repo: str
+    installation: int | None
+    clone_url: str
+    default_branch: str
+    issue: int
+    title: str
+    body: str
+    label: str
+    author: str
+
+
+@dataclass(frozen=True)
+class Signal:
+    """A signal for the active run of an issue or pull request."""
+
+    clone_url: str
+    number: int  # the issue or pull request (0 when ``run_id`` names the run)
+    kind: SignalKind
+    author: str
+    payload: dict[str, object] = field(default_factory=dict)
+    run_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Ignore:
+    reason: str
+
+
+Intent = StartRun | Signal | Ignore
+
+
+def route(name: str, event: WebhookEvent | None, settings: RouteSettings) -> Intent:
+    """The intent of delivery ``name`` (the X-GitHub-Event header) with payload ``event``."""
+    if event is None:
+        return Ignore(f"{name} events are not used")
+    if _from_this_app(event.sender, settings):
+        return Ignore("sent by this App")
+    if _other_bot(event.sender, settings):
+        return Ignore(f"sent by another bot ({event.sender.login})")
+    if isinstance(event, IssuesEvent):
+        return _issues(event, settings)
+    if isinstance(event, IssueCommentEvent):
+        return _comment(event, settings)
+    if isinstance(event, CheckRunEvent):
+        return _check_run(event, settings)
+    if isinstance(event, PullRequestEvent):
+        return Ignore(f"pull_request.{event.action} is not used")
+    return Ignore(f"{name} events are not used")  # pragma: no cover - MODELS lists the four
+
+
+def _issues(event: IssuesEvent, settings: RouteSettings) -> Intent:
+    issue, repo = event.issue, event.repository
+    if issue.is_pull_request:
+        return Ignore("a pull request's issue event")
+    label = event.label.name if event.label else None
+    if event.action == "labeled" and label in settings.trigger_labels:
+        owner, name = repo.slug
+        return StartRun(
+            owner=owner, repo=name, installation=event.installation.id if event.installation
+            else None, clone_url=repo.clone_url, default_branch=repo.default_branch,
+            issue=issue.number, title=issue.title, body=issue.body or "", label=label,
+            author=event.sender.login,
+        )
+    if event.action == "unlabeled" and label in settings.trigger_labels:
+        return Signal(repo.clone_url, issue.number, SignalKind.CANCEL, event.sender.login,
+                      {"reason": f"the {label} label was removed"})
+    if event.action == "closed":
+        return Signal(repo.clone_url, issue.number, SignalKind.CANCEL, event.sender.login,
+                      {"reason": "the issue was closed"})
+    return Ignore(f"issues.{event.action} does not start or stop a run")
+
+
+def _comment(event: IssueCommentEvent, settings: RouteSettings) -> Intent:
+    if event.action != "created":
+        return Ignore(f"issue_comment.{event.action}: only new comments carry commands")
+    comment = event.comment
+    via = comment.performed_via_github_app
+    if via is not None and settings.app_id is not None and via.id == settings.app_id:
+        return Ignore("a comment this App wrote")
+    try:
+        command = parse_command(comment.body)
+    except CommandError as exc:
+        return Ignore(str(exc))
+    if command is None:
+        return Ignore("no /ratchet command")
+    payload: dict[str, object] = {
+        "comment": {"id": comment.id, "issue": event.issue.number}}
+    if command.kind is SignalKind.APPROVE:
+        payload["hash"] = command.argument
+    elif command.kind is SignalKind.REQUEST_CHANGES:
+        payload["message"] = command.argument
+    return Signal(event.repository.clone_url, event.issue.number, command.kind,
+                  comment.user.login, payload)
+
+
+def _check_run(event: CheckRunEvent, settings: RouteSettings) -> Intent:
+    check = event.check_run
+    if settings.app_id is not None and (check.app is None or check.app.id != settings.app_id):
+        return Ignore("another app's check run")
+    run_id, _, rest = (check.external_id or "").partition(":")
+    if event.action == "requested_action" and event.requested_action is not None:
+        if event.requested_action.identifier != "approve" or not rest:
+            return Ignore(f"unknown action {event.requested_action.identifier!r}")
+        spec_prefix = rest.rsplit(":", 1)[-1]  # <run>:ratchet/spec:<commit>:<spec hash>
+        return Signal(event.repository.clone_url, 0, SignalKind.APPROVE, event.sender.login,
+                      {"hash": spec_prefix, "check_run": check.id}, run_id=run_id)
+    if event.action == "rerequested" and rest:
+        return Signal(event.repository.clone_url, 0, SignalKind.RERUN_VERIFICATION,
+                      event.sender.login, {"head_sha": check.head_sha}, run_id=run_id)
+    return Ignore(f"check_run.{event.action} is not used")
+
+
+def _from_this_app(sender: Account, settings: RouteSettings) -> bool:
+    return settings.bot_login is not None and sender.login == settings.bot_login
+
+
+def _other_bot(sender: Account, settings: RouteSettings) -> bool:
+    is_bot = sender.type == "Bot" or sender.login.endswith("[bot]")
+    return is_bot and sender.login not in settings.allowed_bots
