@@ -15,6 +15,7 @@ from app.compose import build_engine
 from app.settings import Settings, SettingsError, load_settings
 from app.words import CLI_WORDS, status_text
 from app.worker import enqueue_run
+from github.manifest import app_manifest
 from runner.engine import Engine
 from runner.errors import LedgerUnavailable, RatchetError, StaleWrite, UnknownRun
 from runner.ledger import Store, open_store
@@ -132,6 +133,16 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--processes", type=int, default=1)
     worker.add_argument("--threads", type=int, default=4)
     worker.set_defaults(handler=cmd_worker)
+
+    app_cmd = sub.add_parser("github-app", help="register Ratchet as a GitHub App")
+    app_sub = app_cmd.add_subparsers(dest="github_command", required=True, metavar="ACTION")
+    manifest = app_sub.add_parser(
+        "manifest", help="print the App manifest for GitHub's manifest flow",
+        epilog="POST it as the `manifest` field of a form to"
+               " https://github.com/settings/apps/new (README: 'Run it as a GitHub App')")
+    manifest.add_argument("--url", help="the service's public URL (RATCHET_PUBLIC_URL)")
+    manifest.add_argument("--name", default="Ratchet", help="the App's name on GitHub")
+    manifest.set_defaults(handler=cmd_github_app_manifest)
 
     serve = sub.add_parser("serve", help="the HTTP service (webhooks, API) under uvicorn")
     serve.add_argument("--host", default="127.0.0.1")
@@ -252,6 +263,18 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
 
     settings.sandbox_policy().check()  # a worker that cannot sandbox would fail every run
     return run_worker(settings, processes=args.processes, threads=args.threads)
+
+
+def cmd_github_app_manifest(args: argparse.Namespace, settings: Settings) -> int:
+    url = args.url or settings.public_url
+    if not url:
+        return _error("give the service's public URL: --url https://ratchet.example.com (or"
+                      " RATCHET_PUBLIC_URL)", EXIT_USAGE)
+    try:
+        print(json.dumps(app_manifest(url, name=args.name), indent=2, sort_keys=True))
+    except ValueError as exc:
+        return _error(str(exc), EXIT_USAGE)
+    return EXIT_OK
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:

@@ -572,9 +572,13 @@ class Session:
         return replace(intent, payload=_redact_value(dict(intent.payload), self.parts.redact))
 
     def _deadline(self, target: State) -> float | None:
-        if target is State.AWAITING_APPROVAL and self.parts.approval_timeout is not None:
-            return time.time() + self.parts.approval_timeout
-        return None
+        """When a spec stops waiting: the repository's ``approval.timeout_hours``, else the
+        service's default."""
+        if target is not State.AWAITING_APPROVAL:
+            return None
+        configured = _config(self.store.checkpoints(self.run_id)).approval.timeout_hours
+        timeout = configured * 3600 if configured else self.parts.approval_timeout
+        return None if timeout is None else time.time() + timeout
 
 
 def _entry_event(state: State, step: str, reason: str | None) -> NewEvent:

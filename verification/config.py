@@ -203,12 +203,25 @@ class LimitsConfig(_Model):
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1)
 
 
-class RepositoryConfig(_Model):
-    """The whole file. An unknown top-level section is an error."""
+class ApprovalConfig(_Model):
+    """The `approval` section: how long a spec waits for a reviewer before a human is asked
+    (unset: the service's default)."""
 
+    timeout_hours: float | None = Field(default=None, gt=0)
+
+
+class RepositoryConfig(_Model):
+    """The whole file. An unknown top-level section is an error.
+
+    `trigger_label`: the label that starts a run on an issue of this repository (one of the
+    labels the service watches; unset: any of them).
+    """
+
+    trigger_label: str | None = Field(default=None, min_length=1)
     verify: VerifyConfig = VerifyConfig()
     repair: RepairConfig = RepairConfig()
     limits: LimitsConfig = LimitsConfig()
+    approval: ApprovalConfig = ApprovalConfig()
 
 
 def load_repository_config(repo_root: Path) -> RepositoryConfig:

@@ -18,6 +18,14 @@ def prepare(inp: StepInput, services: StepServices) -> StepResult:
         raise DeterministicFailure(
             f"repository config is invalid: {exc}; fix it on the base branch and start a new run"
         ) from exc
+    label = inp.run.params.get("label")
+    if label and config.trigger_label and label != config.trigger_label:
+        # Started by a label the service watches that this repository does not use.
+        return StepResult(
+            Outcome.CANCELLED,
+            reason=(f"{label!r} is not this repository's trigger label"
+                    f" ({config.trigger_label!r}, in .github/ratchet.yml)"),
+        )
     tree = services.workspaces.tree_of(inp.worktree)
     return StepResult(
         Outcome.COMPLETED,

@@ -1,0 +1,36 @@
+"""The GitHub App manifest for GitHub's manifest flow: what the App asks for, nothing more.
+
+https://docs.github.com/en/apps/sharing-github-apps/registering-a-github-app-from-a-manifest
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# The least the App needs: push its branch, comment and react, open pull requests, post check
+# runs, read the repository.
+PERMISSIONS = {
+    "contents": "write",
+    "issues": "write",
+    "pull_requests": "write",
+    "checks": "write",
+    "metadata": "read",
+}
+# The events it acts on (github/routing.py).
+EVENTS = ["issues", "issue_comment", "pull_request", "check_run"]
+
+
+def app_manifest(public_url: str, *, name: str = "Ratchet") -> dict[str, Any]:
+    """The manifest of an App whose webhook is ``<public_url>/webhooks/github``."""
+    base = public_url.rstrip("/")
+    if not base.startswith(("https://", "http://")):
+        raise ValueError(f"{public_url!r} is not an http(s) URL; give the service's public URL")
+    return {
+        "name": name,
+        "url": base,
+        "hook_attributes": {"url": f"{base}/webhooks/github", "active": True},
+        "public": False,
+        "default_permissions": dict(PERMISSIONS),
+        "default_events": list(EVENTS),
+        "description": "Durable coding-agent runs: a spec you approve, verified evidence.",
+    }
