@@ -28,12 +28,13 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
 from github.events import parse_event
-from github.routing import Ignore, RouteSettings, Signal, StartRun, route
+from github.routing import Ignore, RouteSettings, Signal, StartRun, VerifyPullRequest, route
 from runner.errors import LedgerUnavailable
 from runner.ledger.records import DeliveryOutcome, NewDelivery, NewRun, SignalFor
 from runner.ledger.store import Store
 from runner.names import SignalKind
 from runner.tracking import with_first_edit
+from runner.workflow import PULL_REQUEST_WORKFLOW
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +122,8 @@ class WebhookReceiver:
                                _describe(intent))
         if isinstance(intent, StartRun):
             return self.store.accept_delivery(delivery, start=self._new_run(intent))
+        if isinstance(intent, VerifyPullRequest):
+            return self.store.accept_delivery(delivery, start=self._verification(intent))
         if isinstance(intent, Signal):
             return self.store.accept_delivery(delivery, signal=SignalFor(
                 repo=intent.clone_url, number=intent.number, kind=intent.kind,
@@ -145,8 +148,23 @@ class WebhookReceiver:
         return with_first_edit(new, at=time.time())
 
 
+    def _verification(self, pull: VerifyPullRequest) -> NewRun:
+        """A run that verifies a fork's pull request head: no agent, no push, no comment."""
+        run_id = f"r-{time.strftime('%Y%m%d')}-{secrets.token_hex(4)}"
+        params = {
+            "forge": "github", "owner": pull.owner, "repo": pull.repo,
+            "installation": pull.installation, "clone_url": pull.clone_url,
+            "remote": pull.clone_url, "diff_base": pull.base_sha, "fork": pull.fork,
+            "started_by": pull.author,
+        }
+        return NewRun(id=run_id, repo=pull.clone_url, title=pull.title,
+                      workflow=PULL_REQUEST_WORKFLOW, pr=pull.number,
+                      base_revision=pull.head_sha, params=params,
+                      event_data={"title": pull.title, "pr": pull.number, "by": pull.author})
+
+
 def _decision(intent: object) -> str:
-    if isinstance(intent, StartRun):
+    if isinstance(intent, StartRun | VerifyPullRequest):
         return "start"
     return "signal" if isinstance(intent, Signal) else "ignore"
 
@@ -154,6 +172,8 @@ def _decision(intent: object) -> str:
 def _describe(intent: object) -> str:
     if isinstance(intent, StartRun):
         return f"issue #{intent.issue} labeled {intent.label} by {intent.author}"
+    if isinstance(intent, VerifyPullRequest):
+        return f"pull request #{intent.number} from {intent.fork} at {intent.head_sha[:12]}"
     if isinstance(intent, Signal):
         target = intent.run_id or f"#{intent.number}"
         kind = intent.kind.value if isinstance(intent.kind, SignalKind) else intent.kind

@@ -47,6 +47,22 @@ class StartRun:
 
 
 @dataclass(frozen=True)
+class VerifyPullRequest:
+    """A fork's pull request opened or pushed to: verify its head (nothing else)."""
+
+    owner: str
+    repo: str
+    installation: int | None
+    clone_url: str
+    number: int
+    title: str
+    head_sha: str
+    base_sha: str
+    fork: str
+    author: str
+
+
+@dataclass(frozen=True)
 class Signal:
     """A signal for the active run of an issue or pull request."""
 
@@ -63,7 +79,7 @@ class Ignore:
     reason: str
 
 
-Intent = StartRun | Signal | Ignore
+Intent = StartRun | VerifyPullRequest | Signal | Ignore
 
 
 def route(name: str, event: WebhookEvent | None, settings: RouteSettings) -> Intent:
@@ -81,7 +97,7 @@ def route(name: str, event: WebhookEvent | None, settings: RouteSettings) -> Int
     if isinstance(event, CheckRunEvent):
         return _check_run(event, settings)
     if isinstance(event, PullRequestEvent):
-        return Ignore(f"pull_request.{event.action} is not used")
+        return _pull_request(event)
     return Ignore(f"{name} events are not used")  # pragma: no cover - MODELS lists the four
 
 
@@ -105,6 +121,23 @@ def _issues(event: IssuesEvent, settings: RouteSettings) -> Intent:
         return Signal(repo.clone_url, issue.number, SignalKind.CANCEL, event.sender.login,
                       {"reason": "the issue was closed"})
     return Ignore(f"issues.{event.action} does not start or stop a run")
+
+
+def _pull_request(event: PullRequestEvent) -> Intent:
+    """A fork's pull request gets verification only: its head, in the sandbox, no token."""
+    pull, repo = event.pull_request, event.repository
+    if event.action not in {"opened", "synchronize", "reopened"}:
+        return Ignore(f"pull_request.{event.action} is not used")
+    head_repo = pull.head.repo.full_name if pull.head.repo else None
+    if head_repo == repo.full_name:
+        return Ignore("a pull request from a branch of this repository (its CI verifies it)")
+    owner, name = repo.slug
+    return VerifyPullRequest(
+        owner=owner, repo=name, installation=event.installation.id if event.installation
+        else None, clone_url=repo.clone_url, number=pull.number, title=pull.title,
+        head_sha=pull.head.sha, base_sha=pull.base.sha, fork=head_repo or "(deleted fork)",
+        author=event.sender.login,
+    )
 
 
 def _comment(event: IssueCommentEvent, settings: RouteSettings) -> Intent:

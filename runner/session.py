@@ -68,6 +68,7 @@ from runner.tracking import tracking_edit
 from runner.workflow import (
     BOOKKEEPING_EFFECTS,
     PROFILES,
+    PULL_REQUEST_WORKFLOW,
     Outcome,
     State,
     is_end,
@@ -541,7 +542,7 @@ class Session:
         """Write ``change`` fenced by the lease; a change of state also edits the tracking
         comment (its edit recorded in the same transaction). Effect payloads are redacted."""
         effects = [self._redacted(e) for e in change.effects]
-        if change.state is not run.state:
+        if change.state is not run.state and run.workflow != PULL_REQUEST_WORKFLOW:
             taken = completed if completed is not None else self.store.completed_steps(run.id)
             effects.append(self._tracking(run, change, taken).intent())
         new = self.store.apply(self.heartbeat.lease, replace(change, effects=tuple(effects)))

@@ -47,6 +47,8 @@ class Outcome(StrEnum):
     CANCELLED = "cancelled"
     RETRIED = "retried"  # signal: a stopped run takes its step up again
     VERIFICATION_RERUN = "verification_rerun"  # signal: verify the checkpointed tree again
+    VERIFY_ONLY = "verify_only"  # a pull request's run: prepared, it only verifies
+    REPORTED = "reported"  # a pull request's verification is reported, pass or fail
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,12 @@ _FORWARD: dict[tuple[State, Outcome], State] = {
     (State.VERIFY, Outcome.REPAIRS_EXHAUSTED): State.NEEDS_HUMAN,
     (State.REPAIR, Outcome.COMPLETED): State.VERIFY,
     (State.PUBLISH, Outcome.COMPLETED): State.DONE,
+    # A pull request's run (a fork's, say) verifies its head and reports; nothing else.
+    (State.QUEUED, Outcome.VERIFY_ONLY): State.VERIFY,
+    (State.VERIFY, Outcome.REPORTED): State.DONE,
 }
+# The workflow of a run that only verifies a pull request's head.
+PULL_REQUEST_WORKFLOW = "pull_request"
 
 TRANSITIONS: dict[tuple[State, Outcome], State] = {
     **_FORWARD,

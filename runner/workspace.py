@@ -507,6 +507,10 @@ class Workspaces:
             raise PushRejected(remote, branch, expect, actual) from exc
         logger.info("pushed %r to %r branch %r", commit, remote, branch)
 
+    def merge_base(self, worktree: Path, one: str, two: str) -> str:
+        """The best common ancestor of two commits (what a pull request's diff starts at)."""
+        return _text(self.git(worktree), "merge-base", "--end-of-options", one, two)
+
     def has_commit(self, worktree: Path, rev: str) -> bool:
         result = self.git(worktree).run(
             "cat-file", "-e", "--end-of-options", f"{rev}^{{commit}}", check=False)

@@ -716,10 +716,13 @@ class SqlStore(ABC):
                                        seen["reason"] or "seen before", seen["run_id"])
             decision, reason, run_id = delivery.decision, delivery.reason, None
             if start is not None:
-                active = self._active_run(tx, start.repo, start.issue, by="issue")
+                active = (self._active_run(tx, start.repo, start.issue, by="issue")
+                          if start.issue is not None
+                          else self._active_verification(tx, start))
                 if active is not None:
                     decision = "ignore"
-                    reason = f"run {active} is already active for #{start.issue}"
+                    reason = (f"run {active} is already active for"
+                              f" #{start.issue or start.pr}")
                 else:
                     self._insert_run(tx, start, at)
                     run_id = start.id
@@ -762,6 +765,16 @@ class SqlStore(ABC):
             self._fence(tx, lease, "link its pull request")
             tx.run("UPDATE runs SET pr = ?, updated_at = ? WHERE id = ?",
                    (number, _now(now), lease.run_id))
+
+    def _active_verification(self, tx: Tx, start: NewRun) -> str | None:
+        """The run verifying the same pull request head, if one has not ended."""
+        ends = ", ".join("?" for _ in _ENDS)
+        row = tx.one(
+            f"SELECT id FROM runs WHERE repo = ? AND pr = ? AND base_revision = ?"
+            f" AND state NOT IN ({ends}) LIMIT 1{self.lock_clause}",
+            (start.repo, start.pr, start.base_revision, *_ENDS),
+        )
+        return None if row is None else row["id"]
 
     def _named_run(self, tx: Tx, repo: str, run_id: str) -> str | None:
         """``run_id`` if it is a run of ``repo`` (ended ones too: they answer a refusal)."""

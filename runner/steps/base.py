@@ -76,6 +76,12 @@ class StepInput:
         return self.run.base_revision
 
     @property
+    def diff_base(self) -> str:
+        """What the change is measured against: the base, or a pull request's base commit
+        (its run's base revision is the head it verifies)."""
+        return str(self.run.params.get("diff_base") or self.base)
+
+    @property
     def branch(self) -> str:
         return str(self.run.params.get("branch") or f"ratchet/{self.run.id}")
 

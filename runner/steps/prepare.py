@@ -6,14 +6,29 @@ from runner.errors import DeterministicFailure
 from runner.ledger.records import NewEvent
 from runner.names import EventType
 from runner.steps.base import StepInput, StepResult, StepServices
-from runner.workflow import Outcome
-from verification.config import ConfigError, load_repository_config
+from runner.workflow import PULL_REQUEST_WORKFLOW, Outcome
+from verification.config import (
+    CONFIG_PATH,
+    ConfigError,
+    RepositoryConfig,
+    load_repository_config,
+    parse_repository_config,
+)
 
 
 def prepare(inp: StepInput, services: StepServices) -> StepResult:
-    """Read from the base, never from the agent's tree: an agent cannot weaken its checks."""
+    """Read from the base, never from the agent's tree: an agent cannot weaken its checks.
+
+    A pull request's run has its head checked out: its config comes from the pull request's
+    base commit, so a fork cannot weaken the checks that verify it.
+    """
+    pull_request = inp.run.workflow == PULL_REQUEST_WORKFLOW
     try:
-        config = load_repository_config(inp.worktree)
+        if pull_request:
+            data = services.workspaces.read_file(inp.run.repo, inp.diff_base, CONFIG_PATH)
+            config = RepositoryConfig() if data is None else parse_repository_config(data)
+        else:
+            config = load_repository_config(inp.worktree)
     except ConfigError as exc:
         raise DeterministicFailure(
             f"repository config is invalid: {exc}; fix it on the base branch and start a new run"
@@ -28,7 +43,7 @@ def prepare(inp: StepInput, services: StepServices) -> StepResult:
         )
     tree = services.workspaces.tree_of(inp.worktree)
     return StepResult(
-        Outcome.COMPLETED,
+        Outcome.VERIFY_ONLY if pull_request else Outcome.COMPLETED,
         record={"config": config.model_dump(mode="json"), "tree": tree, "base": inp.base},
         tree=tree,
         events=(NewEvent(EventType.WORKSPACE_PREPARED, step=inp.run.step, revision=inp.base,

@@ -24,7 +24,7 @@ from runner.steps.base import (
     restore_tree,
 )
 from runner.steps.review import VERIFY_CHECK, push_commit, trailers
-from runner.workflow import Outcome, State, verify_outcome
+from runner.workflow import PULL_REQUEST_WORKFLOW, Outcome, State, verify_outcome
 from verification.evidence import EvidenceBundle, build_bundle, render_check_run
 from verification.execute import CheckResult, execute_plan
 from verification.files import printable_path
@@ -37,12 +37,15 @@ STATIC_KINDS = frozenset({"lint", "format", "typecheck"})
 def verify(inp: StepInput, services: StepServices) -> StepResult:
     run, step = inp.run, inp.run.step
     tree, config, workspaces = inp.tree, inp.config, services.workspaces
+    pull_request = run.workflow == PULL_REQUEST_WORKFLOW
     restore_tree(services, inp)
-    changed = workspaces.changed_files(inp.worktree, inp.base)
+    since = (workspaces.merge_base(inp.worktree, inp.diff_base, inp.base) if pull_request
+             else inp.base)
+    changed = workspaces.changed_files(inp.worktree, since)
     git = workspaces.git(inp.worktree)
     # The base tree lets a changed lockfile select only the packages whose versions moved.
     plan = build_plan(changed, GitTree(git), config.verify,
-                      base=GitRevisionTree(git, inp.base))
+                      base=GitRevisionTree(git, since))
     objects = workspaces.repository_objects(inp.worktree)
 
     def confine(argv: Sequence[str], *, cwd: Path, writable: Sequence[Path]) -> list[str]:
@@ -92,9 +95,14 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
             f"verification still fails after {config.repair.max_attempts} repair attempts"
             f" ({', '.join(r.key for r in failing)}); a human must fix or accept the change"
         )
-    spec_sha = sha256_hex(services.store.read_artifact(run.id, "spec.md") or b"")
-    message = f"{run.title}\n\n{trailers(inp, spec_sha)}"
-    commit, push = push_commit(inp, services, tree=tree, message=message)
+    if pull_request:
+        # The head is someone else's commit: report on it; never push, never repair.
+        outcome, reason, commit, effects = Outcome.REPORTED, None, inp.base, ()
+    else:
+        spec_sha = sha256_hex(services.store.read_artifact(run.id, "spec.md") or b"")
+        message = f"{run.title}\n\n{trailers(inp, spec_sha)}"
+        commit, push = push_commit(inp, services, tree=tree, message=message)
+        effects = (push,)
     check = inp.effect(EffectKind.CHECK_RUN, "verify-check", {
         "run": run.id, "name": VERIFY_CHECK, "head_sha": commit,
         "external_id": f"{run.id}:{VERIFY_CHECK}:{commit}", "conclusion": bundle.conclusion,
@@ -114,7 +122,7 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
         outcome, record=record,
         events=_verification_events(step, run.attempt, failing, plan.sha256,
                                     unverified=bundle.conclusion == "neutral"),
-        artifacts=artifacts, effects=(push, check), reason=reason, head_revision=commit,
+        artifacts=artifacts, effects=(*effects, check), reason=reason, head_revision=commit,
     )
 
 
