@@ -46,6 +46,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python bench/verify.py
 	$(BIN)/python bench/throughput.py
 	$(BIN)/python bench/sandbox.py
+	$(BIN)/python bench/github_calls.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

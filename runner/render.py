@@ -59,19 +59,22 @@ def say_next_action(action: Mapping[str, Any], run_id: str, words: Vocabulary) -
         return f"none: the run is done (published {action.get('head') or 'its branch'})"
     if kind is NextActionKind.NONE_CANCELLED:
         return "none: the run was cancelled"
+    resume = words.resume(run_id)
     if kind is NextActionKind.WAIT_FOR_HOLDER:
+        takeover = (f"{_code(resume)} takes over once it expires" if resume
+                    else "another worker takes over once it expires")
         return (f"wait: {action['owner']} holds the lease on {action['step']} (renewed by its"
-                f" heartbeat; if that worker died, {_code(words.resume(run_id))} takes over once"
-                " it expires)")
+                f" heartbeat; if that worker died, {takeover})")
     if kind is NextActionKind.WAIT_FOR_RETRY:
-        return (f"wait: a retry of {action['step']} is scheduled;"
-                f" {_code(words.resume(run_id))} runs it then")
+        then = f"{_code(resume)} runs it then" if resume else "a worker runs it then"
+        return f"wait: a retry of {action['step']} is scheduled; {then}"
     if kind is NextActionKind.RESUME:
         unsent, signals = action.get("unsent") or 0, action.get("signals") or 0
         work = [f"answers {signals} signal(s)" if signals else "",
                 f"sends {unsent} recorded effect(s)" if unsent else ""]
         settle = f"; it first {' and '.join(w for w in work if w)}" if any(work) else ""
-        return f"{_code(words.resume(run_id))}: continues from {action['step']}{settle}"
+        who = f"{_code(resume)}: continues" if resume else "in progress: a worker continues"
+        return f"{who} from {action['step']}{settle}"
     if kind is NextActionKind.REVIEW_SPEC:
         prefix = str(action.get("spec_sha256") or "")[:HASH_PREFIX]
         return (f"review spec.md, then {_code(words.approve(run_id, prefix))} or"

@@ -7,7 +7,8 @@ the fake ends by asserting that GitHub would have accepted every request it was 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +16,9 @@ import pytest
 from github.client import GitHubClient
 from github.credentials import AppCredentials, TokenCredentials
 from tests.fakes import conftest as fake_fixtures
-from tests.fakes.conftest import APP_ID
+from tests.fakes.conftest import APP_ID, Origin
 from tests.fakes.fakegithub import FakeGitHub
+from tests.github.harness import Scene, make_scene
 
 # The fake's fixtures, registered here by name (pytest collects a conftest's attributes).
 app_key = fake_fixtures.app_key
@@ -69,3 +71,26 @@ def token_client(fake: FakeGitHub) -> GitHubClient:
     )
     credentials = TokenCredentials.from_values(token=ACTIONS_TOKEN, api_url=fake.base_url)
     return GitHubClient(credentials, mutation_interval=0.0, request_timeout=5.0)
+
+
+@pytest.fixture
+def new_scene(
+    fake: FakeGitHub, app_key: bytes, origin: Origin, tmp_path: Path
+) -> Iterator[Callable[..., Scene]]:
+    """Make the test's run scene (one per test), with client options such as a short timeout."""
+    made: list[Scene] = []
+
+    def build(**client_options: Any) -> Scene:
+        assert not made, "one scene per test: it owns the run's ledger"
+        made.append(make_scene(fake, app_key, origin, tmp_path, **client_options))
+        return made[0]
+
+    yield build
+    for scene in made:
+        scene.store.close()
+
+
+@pytest.fixture
+def scene(new_scene: Callable[..., Scene]) -> Scene:
+    """Run ``run-1`` on acme/widgets (issue #1), leased, with a GitHub executor on the fake."""
+    return new_scene()

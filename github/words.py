@@ -1,0 +1,40 @@
+"""GitHub's vocabulary: the ``/ratchet`` slash commands people type in a comment.
+
+``runner/render.py`` asks a ``Vocabulary`` for the exact text that acts on a run; on GitHub it
+is a command typed on the run's issue or pull request (the run is found from there, so its id
+is not part of the command). The commands are the ones ``github.commands`` parses.
+
+Resuming needs no command on GitHub: a runnable run is woken by the queue or the reaper
+without anyone asking (a stopped run is taken up again with ``/ratchet retry``), so ``resume``
+is empty and the text says the run continues on its own.
+"""
+
+from __future__ import annotations
+
+# What every command starts with (``github.commands.PREFIX`` parses the same word).
+COMMAND = "/ratchet"
+
+
+class GitHubWords:
+    """``Vocabulary`` for text Ratchet posts on GitHub."""
+
+    def approve(self, run_id: str, spec_prefix: str) -> str:
+        return f"{COMMAND} approve {spec_prefix}"
+
+    def request_changes(self, run_id: str) -> str:
+        return f"{COMMAND} request-changes <feedback>"
+
+    def retry(self, run_id: str) -> str:
+        return f"{COMMAND} retry"
+
+    def cancel(self, run_id: str) -> str:
+        return f"{COMMAND} cancel"
+
+    def resume(self, run_id: str) -> str:
+        return ""
+
+    def mention(self, author: str) -> str:
+        return f"@{author}"
+
+
+GITHUB_WORDS = GitHubWords()

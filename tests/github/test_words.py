@@ -1,0 +1,52 @@
+"""GitHub's vocabulary: the commands Ratchet prints are the commands it accepts."""
+
+from __future__ import annotations
+
+import pytest
+
+from github.words import GitHubWords
+from runner.names import SignalKind
+from runner.render import Vocabulary, render_pull_request, render_reply, say_next_action
+
+WORDS = GitHubWords()
+
+
+def test_the_words_are_slash_commands_without_the_run_id() -> None:
+    words: Vocabulary = WORDS
+    assert words.approve("run-1", "0123456789ab") == "/ratchet approve 0123456789ab"
+    assert words.request_changes("run-1") == "/ratchet request-changes <feedback>"
+    assert words.retry("run-1") == "/ratchet retry"
+    assert words.cancel("run-1") == "/ratchet cancel"
+    assert words.resume("run-1") == ""  # a runnable run continues on its own
+    assert words.mention("alice") == "@alice"
+
+
+def test_every_printed_command_parses_back_to_its_signal() -> None:
+    commands = pytest.importorskip("github.commands")
+    printed = {
+        SignalKind.APPROVE: WORDS.approve("run-1", "0123456789ab"),
+        SignalKind.REQUEST_CHANGES: WORDS.request_changes("run-1"),
+        SignalKind.RETRY: WORDS.retry("run-1"),
+        SignalKind.CANCEL: WORDS.cancel("run-1"),
+    }
+    for kind, text in printed.items():
+        parsed = commands.parse_command(text)
+        assert parsed is not None and parsed.kind is kind, text
+    assert commands.parse_command(printed[SignalKind.APPROVE]).argument == "0123456789ab"
+
+
+def test_texts_for_people_use_the_commands() -> None:
+    body = render_pull_request({"run": "run-1", "spec": {"sha256": "ab" * 32, "text": "x"}}, WORDS)
+    assert "`/ratchet approve abababababab`" in body
+    reply = render_reply(
+        {
+            "run": "run-1",
+            "author": "bob",
+            "refusal": "nothing_to_retry",
+            "params": {"state": "implement"},
+        },
+        WORDS,
+    )
+    assert reply.startswith("@bob: there is nothing to retry")
+    action = say_next_action({"kind": "human_decision", "reason": "branch moved"}, "run-1", WORDS)
+    assert "`/ratchet retry`" in action and "`/ratchet cancel`" in action
