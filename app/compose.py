@@ -1,28 +1,74 @@
 """Where the parts meet: the engine every command, worker and service uses, built once from
-settings (the local sink speaking the command line's words; the local authorizer)."""
+settings. A local run speaks the command line's words through the local sink and obeys the
+local user; a run that came from GitHub is carried out on GitHub (``app/github.py``)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from app.github import GitHubRuns, is_github_run
 from app.settings import Settings
 from app.words import CLI_WORDS
-from runner.effects import EffectExecutor
+from runner.effects import EffectExecutor, EffectRequest
 from runner.engine import Engine
-from runner.ledger.records import Run
+from runner.errors import AuthorityFailure
+from runner.ledger.records import Run, Signal
 from runner.ledger.store import Store
 from runner.session import OnChange
+from runner.signals import Authorization, LocalAuthorizer
 from runner.sink import LocalSink
-from runner.workspace import Workspaces
+from runner.workspace import NO_ACCESS, RemoteAccess, Workspaces
+
+NO_APP = ("this run came from GitHub but this host has no GitHub App configured: set"
+          " RATCHET_GITHUB_APP_ID and RATCHET_GITHUB_PRIVATE_KEY_FILE, restart, then retry the run")
 
 
 def build_engine(store: Store, settings: Settings, *, on_change: OnChange | None = None) -> Engine:
     engine_settings = settings.engine_settings()
     workspaces = Workspaces(engine_settings.home / "work")
+    github = GitHubRuns.from_settings(settings, store, workspaces)
 
-    def local_sink(run: Run, worktree: Path | None) -> EffectExecutor:
+    def executor_for(run: Run, worktree: Path | None) -> EffectExecutor:
+        if is_github_run(run):
+            return github.executor(run, worktree) if github else Unreachable()
         outbox = run.params.get("outbox") or engine_settings.run_dir(run.id) / "outbox"
         return LocalSink(Path(outbox), workspaces, worktree, CLI_WORDS)
 
-    return Engine(store, engine_settings, executor_for=local_sink, workspaces=workspaces,
-                  on_change=on_change)
+    def access_for(run: Run) -> RemoteAccess:
+        if not is_github_run(run):
+            return NO_ACCESS
+        if github is None:
+            raise AuthorityFailure(NO_APP)
+        return github.access(run)
+
+    return Engine(store, engine_settings, executor_for=executor_for, workspaces=workspaces,
+                  on_change=on_change, authorizer=RunAuthorizer(github), access_for=access_for)
+
+
+@dataclass(frozen=True)
+class RunAuthorizer:
+    """Who may signal a run: GitHub answers for a run that came from GitHub, this host's user
+    for a local one."""
+
+    github: GitHubRuns | None
+    local: LocalAuthorizer = field(default_factory=LocalAuthorizer)
+
+    def authorize(self, run: Run, signal: Signal) -> Authorization:
+        if not is_github_run(run):
+            return self.local.authorize(run, signal)
+        if self.github is None:
+            raise AuthorityFailure(NO_APP)
+        return self.github.authorizer.authorize(run, signal)
+
+
+class Unreachable:
+    """The effects of a GitHub run on a host without the App: none can be sent; the run
+    stops for a human who configures it."""
+
+    def apply(self, request: EffectRequest) -> dict[str, Any]:
+        raise AuthorityFailure(NO_APP)
+
+    def find(self, request: EffectRequest) -> dict[str, Any] | None:
+        raise AuthorityFailure(NO_APP)

@@ -1,13 +1,26 @@
-"""GitHub wiring from settings: the App's credentials, the webhook's routing, the bot's login."""
+"""GitHub wiring from settings: the App's credentials, the webhook's routing, the bot's login,
+and the parts a run that came from GitHub is carried out with (``GitHubRuns``)."""
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from app.settings import Settings, SettingsError
 from app.webhooks import WebhookConfig
+from github.client import GitHubClient
 from github.credentials import AppCredentials, GitHubSettingsError
+from github.effects import GitHubExecutor
+from github.gitauth import git_credentials
+from github.permissions import GitHubAuthorizer
+from github.repository import RepoTarget
 from github.routing import RouteSettings
+from github.words import GITHUB_WORDS
+from runner.ledger.records import Run
+from runner.ledger.store import Store
+from runner.workspace import RemoteAccess, Workspaces
+
+FORGE = "github"  # a run's ``params["forge"]`` when a GitHub delivery created it
 
 log = logging.getLogger(__name__)
 
@@ -28,15 +41,73 @@ def app_credentials(settings: Settings) -> AppCredentials | None:
 
 
 def webhook_config(settings: Settings) -> WebhookConfig:
-    slug = settings.github_app_slug
     return WebhookConfig(
         secret=settings.webhook_secret,
         insecure=settings.insecure_dev_webhooks,
         routing=RouteSettings(
             app_id=settings.github_app_id,
-            bot_login=f"{slug}[bot]" if slug else None,
+            bot_login=bot_login(settings),
             trigger_labels=settings.trigger_labels,
             allowed_bots=settings.allowed_bot_logins,
         ),
         agent_command=settings.agent_command,
     )
+
+
+def bot_login(settings: Settings) -> str | None:
+    """The App's bot user, ``<slug>[bot]``: the author of every comment Ratchet posts."""
+    return f"{settings.github_app_slug}[bot]" if settings.github_app_slug else None
+
+
+def is_github_run(run: Run) -> bool:
+    return run.params.get("forge") == FORGE
+
+
+class GitHubRuns:
+    """Runs that came from GitHub: their effects go to GitHub through the App's installation,
+    git fetches and pushes with an installation token, and who may signal them is asked of
+    GitHub. One client per process, shared by every run (its token cache and its spacing of
+    writes are per installation)."""
+
+    def __init__(self, settings: Settings, store: Store, workspaces: Workspaces,
+                 credentials: AppCredentials) -> None:
+        self.store = store
+        self.workspaces = workspaces
+        self.client = GitHubClient(credentials,
+                                   mutation_interval=settings.github_mutation_interval)
+        self.bot_login = bot_login(settings)
+        self.public_url = settings.public_url.rstrip("/") if settings.public_url else None
+        self.authorizer = GitHubAuthorizer(self.client, locate=self.target,
+                                           bot_login=self.bot_login,
+                                           allowed_bots=settings.allowed_bot_logins)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, store: Store,
+                      workspaces: Workspaces) -> GitHubRuns | None:
+        """None when no App is configured: runs from GitHub then cannot be carried out."""
+        credentials = app_credentials(settings)
+        return None if credentials is None else cls(settings, store, workspaces, credentials)
+
+    @staticmethod
+    def target(run: Run) -> RepoTarget:
+        installation = run.params.get("installation")
+        return RepoTarget(str(run.params["owner"]), str(run.params["repo"]),
+                          int(installation) if installation is not None else None)
+
+    def executor(self, run: Run, worktree: Path | None) -> GitHubExecutor:
+        target = self.target(run)
+        return GitHubExecutor(
+            self.client, owner=target.owner, repo=target.repo,
+            installation=target.installation, issue=run.issue or run.pr or 0,
+            workspaces=self.workspaces, worktree=worktree, words=GITHUB_WORDS,
+            ledger=lambda: self.store.effects(run.id),
+            details_url=f"{self.public_url}/runs/{run.id}" if self.public_url else None,
+            bot_login=self.bot_login,
+        )
+
+    def access(self, run: Run) -> RemoteAccess:
+        """Git's credential for the run's clone URL: a fresh installation token (cached by the
+        client until shortly before it expires), handed to that git call only."""
+        token = self.client.installation_token(self.target(run).installation)
+        config, env = git_credentials(token, remote_url=str(run.params["clone_url"]))
+        return RemoteAccess(config, env)

@@ -26,6 +26,7 @@ from runner.decisions import (
     Limits,
     approval_timed_out_reason,
     attempts_exhausted,
+    backoff,
     decide_failure,
 )
 from runner.effects import EffectExecutor, EffectRequest, Outbox, effect_key
@@ -60,7 +61,7 @@ from runner.redact import Redactor
 from runner.results import PreparedRecord, last_tree
 from runner.sandbox import Sandbox
 from runner.scratch import remove_scratch, scrub_scratch
-from runner.signals import Authorizer, decide_signal
+from runner.signals import Authorization, Authorizer, decide_signal
 from runner.status import read_status
 from runner.steps import STEPS, StepInput, StepResult, StepServices
 from runner.steps.base import read_patch
@@ -158,12 +159,9 @@ class Session:
                 " died each time); fix the cause, then retry the run"),
                 [NewEvent(EventType.STEP_FAILED, step=run.step, attempt=run.attempt,
                           data={"class": "attempts_exhausted"})])
-        try:
-            self._reconcile(run)
-        except (CorruptRecord, WorkspaceMismatch) as exc:
-            return self._distrust(run, exc)
-        except WorkspaceError as exc:
-            return self._fail(run, TransientFailure(f"workspace: {exc}"))
+        failed = self._prepare(run)
+        if failed is not None:
+            return failed
         while True:
             self._check_lease()
             run = self.store.get_run(self.run_id)
@@ -179,6 +177,9 @@ class Session:
                     continue
                 return self._distrust(run, exc)
             if answered is not None:
+                if answered.ready_at is not None and answered.ready_at > time.time():
+                    run = answered
+                    break  # the forge could not be asked: back off, the signal waits
                 continue
             if (run.state is State.AWAITING_APPROVAL and run.deadline is not None
                     and run.deadline <= time.time()):
@@ -189,7 +190,10 @@ class Session:
             if run.ready_at is not None and run.ready_at > time.time():
                 break  # a retry is scheduled: the queue or the reaper wakes it
             if self.worktree is None:  # a signal made a waiting run runnable
-                self._reconcile(run)
+                failed = self._prepare(run)
+                if failed is not None:
+                    run = failed
+                    break
             self._step(run)
         if run.state is State.DONE and not self._outbox_pending(run):
             self.parts.workspaces.remove_run(run.id)
@@ -199,6 +203,18 @@ class Session:
         return run
 
     # --- reconcile -----------------------------------------------------------------------
+
+    def _prepare(self, run: Run) -> Run | None:
+        """Reconcile; when that fails, the run as the failure left it."""
+        try:
+            self._reconcile(run)
+        except (CorruptRecord, WorkspaceMismatch) as exc:
+            return self._distrust(run, exc)
+        except WorkspaceError as exc:
+            return self._fail(run, TransientFailure(f"workspace: {exc}"))
+        except StepFailure as failure:  # the forge gave git no credential (an outage, removed)
+            return self._fail(run, failure)
+        return None
 
     def _reconcile(self, run: Run) -> None:
         """Rebuild the worktree from the last checkpoint and take over what a dead holder left."""
@@ -282,7 +298,12 @@ class Session:
         history = self.store.checkpoints(run.id)  # CorruptRecord: the caller stops the run
         spec = self.store.read_artifact(run.id, "spec.md")
         spec_sha = sha256_hex(spec) if spec is not None else None
-        authorization = self.parts.authorizer.authorize(run, signal)
+        try:
+            authorization = self.parts.authorizer.authorize(run, signal)
+        except (TransientFailure, AmbiguousFailure) as failure:
+            return self._defer_signal(run, signal, failure)
+        except StepFailure as failure:
+            authorization = Authorization(False, str(failure))
         verdict = decide_signal(
             run, signal, authorization=authorization, spec_sha256=spec_sha,
             has_tree=any(StepId.parse(c.step).state == State.IMPLEMENT for c in history),
@@ -498,6 +519,16 @@ class Session:
                 ready_at=time.time() + decision.delay))
         reason = redact(decision.reason)
         return self._stop(run, decision.outcome, reason, events, artifacts)
+
+    def _defer_signal(self, run: Run, signal: Signal, failure: StepFailure) -> Run:
+        """The forge could not say who may signal (an outage, a rate limit): the signal stays
+        pending and the run is asked again later. Never a failure of the run: an outage says
+        nothing about the work."""
+        self._check_lease()
+        delay = backoff(2, self.parts.limits.backoff_base, self.parts.limits.backoff_max)
+        log.warning("run %r: signal %r from %r waits %.1fs, its author's access is unknown: %s",
+                    run.id, signal.id, signal.author, delay, self.parts.redact(str(failure)))
+        return self._commit(run, self._unchanged(run, ready_at=time.time() + delay))
 
     def _distrust(self, run: Run, error: CorruptRecord | WorkspaceMismatch) -> Run:
         """Corrupt history is never used: stop for a human, naming what is corrupt."""

@@ -7,14 +7,18 @@ run to its approval wait; signals then arrive as a forge would deliver them.
 from __future__ import annotations
 
 import sys
+import time
 
 import pytest
 
 from app.compose import build_engine
 from app.settings import Settings
+from runner.engine import Engine
+from runner.errors import TransientFailure
 from runner.ledger import open_store
 from runner.ledger.records import NewSignal
 from runner.names import EffectKind, SignalKind, SignalStatus
+from runner.signals import Authorization
 from runner.workflow import State
 from tests.e2e.harness import AGENT, Ratchet, make_target_repo
 
@@ -84,3 +88,43 @@ def test_local_signals_are_answered_in_order_each_once(waiting):
     assert decided[late.id].status is SignalStatus.REFUSED  # no spec waits any more
     assert "not_waiting_for_approval" in decided[late.id].reason
     ratchet.assert_published_once(run_id, replies=2)
+
+
+class FlakyForge:
+    """An authorizer whose forge is down for the first ``outages`` questions."""
+
+    def __init__(self, outages: int) -> None:
+        self.outages = outages
+        self.asked = 0
+
+    def authorize(self, run, signal):
+        self.asked += 1
+        if self.asked <= self.outages:
+            raise TransientFailure("GitHub answered 502 to the permission check")
+        return Authorization(True, "a writer")
+
+
+def test_a_signal_whose_author_cannot_be_checked_waits_and_the_run_stays(waiting):
+    engine, store, ratchet, run_id = waiting
+    forge = FlakyForge(outages=1)
+    flaky = Engine(store, engine.settings, executor_for=engine.scheduler.parts.executor_for,
+                   workspaces=engine.workspaces, authorizer=forge)
+    before = store.get_run(run_id)
+    engine.receive(forge_approve(run_id, ratchet.spec_hash(run_id), "d-9"))
+
+    after = flaky.wake(run_id)
+
+    # The outage decided nothing: the signal waits, the run keeps its state and attempts,
+    # and a wake-up is scheduled.
+    assert after.state is State.AWAITING_APPROVAL and after.attempt == before.attempt
+    [waiting_signal] = store.signals(run_id)
+    assert waiting_signal.status is SignalStatus.PENDING
+    assert after.ready_at is not None and after.ready_at > time.time()
+    assert not [e for e in store.effects(run_id) if e.kind is EffectKind.REPLY]
+    assert [r.id for r in store.wake_due(now=after.ready_at + 60)] == [run_id]
+
+    # Once the forge answers, the same signal is accepted and the run goes on.
+    time.sleep(max(0.0, after.ready_at - time.time()))
+    assert flaky.drive(run_id).state is State.DONE
+    [answered] = store.signals(run_id)
+    assert answered.status is SignalStatus.ACCEPTED and forge.asked == 2

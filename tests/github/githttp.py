@@ -1,8 +1,9 @@
 """A git smart-HTTP server on 127.0.0.1 for tests: ``git http-backend`` behind Basic auth.
 
 It serves the bare repositories under ``root`` and answers 401 (asking for Basic credentials)
-to every request whose credentials are not exactly ``username:password``, as GitHub does for
-an installation token. ``seen`` records each request's method, path and whether it was
+to every request whose credentials are not exactly ``username:password`` (or that ``accepts``
+refuses: a live installation token of the fake GitHub), as GitHub does for an installation
+token. ``seen`` records each request's method, path and whether it was
 authorised, so a test can show that git asked without credentials first.
 """
 
@@ -12,6 +13,7 @@ import base64
 import os
 import subprocess
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -20,12 +22,23 @@ from typing import Any
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, root: Path, credentials: str) -> None:
+    def __init__(self, root: Path, credentials: str,
+                 accepts: Callable[[str, str], bool] | None) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.root = root
         self.expected = "Basic " + base64.b64encode(credentials.encode()).decode()
         self.user = credentials.partition(":")[0]
+        self.accepts = accepts
         self.seen: list[tuple[str, str, bool]] = []
+
+    def authorised(self, header: str | None) -> bool:
+        if self.accepts is None or not header or not header.startswith("Basic "):
+            return header == self.expected
+        try:
+            user, _, password = base64.b64decode(header[6:]).decode().partition(":")
+        except ValueError:
+            return False
+        return user == self.user and self.accepts(user, password)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -44,7 +57,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         body = self._body()
-        authorised = self.headers.get("authorization") == self.server.expected
+        authorised = self.server.authorised(self.headers.get("authorization"))
         self.server.seen.append((self.command, self.path, authorised))
         if not authorised:
             self.send_response(401)
@@ -94,10 +107,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class GitHttpServer:
-    """Serve ``root``'s bare repositories at ``base_url`` to ``username:password`` only."""
+    """Serve ``root``'s bare repositories at ``base_url`` to ``username:password`` only, or to
+    ``username`` with any password ``accepts(username, password)`` admits."""
 
-    def __init__(self, root: Path, *, username: str, password: str) -> None:
-        self._server = _Server(root, f"{username}:{password}")
+    def __init__(self, root: Path, *, username: str, password: str = "",
+                 accepts: Callable[[str, str], bool] | None = None) -> None:
+        self._server = _Server(root, f"{username}:{password}", accepts)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )

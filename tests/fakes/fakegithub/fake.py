@@ -13,6 +13,10 @@
 
 Seeding and reading are Python calls on the shared state (never HTTP), so they are neither
 recorded nor subject to faults. Readers return copies taken under the lock.
+
+Sign-in with GitHub (the OAuth web flow on github.com's pages, and ``GET /user``) is served
+by ``fake.oauth`` (``oauth.py``): ``fake.oauth.add_client(client_id=..., client_secret=...,
+callback_url=...)``, then ``fake.oauth.sign_in_browser("alice")`` says who approves.
 """
 
 from __future__ import annotations
@@ -27,8 +31,10 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from . import gitdata
+from .auth import Principal
 from .clock import Clock
 from .faults import Fault, FaultTable, Injection
+from .oauth import OAuthWeb
 from .openapi import Spec, load_spec
 from .pipeline import Outcome, Pipeline, RawRequest
 from .ratelimit import RateLimits
@@ -84,6 +90,8 @@ class FakeGitHub:
         self.recorder = Recorder()
         self.limits = RateLimits()
         self.spec = spec or load_spec()
+        # github.com's OAuth web flow and GET /user, outside the OpenAPI subset (oauth.py).
+        self.oauth = OAuthWeb(self.world, self.recorder)
         self._host = host
         self._http: HttpServer | None = None
         self._pipeline: Pipeline | None = None
@@ -121,7 +129,8 @@ class FakeGitHub:
     def _handle(self, raw: RawRequest) -> Outcome:
         if self._pipeline is None:
             raise RuntimeError("request before start()")
-        return self._pipeline.handle(raw)
+        web = self.oauth.handle(raw, links=self._pipeline.links)
+        return web if web is not None else self._pipeline.handle(raw)
 
     @property
     def base_url(self) -> str:
@@ -183,8 +192,11 @@ class FakeGitHub:
         private: bool = False,
         owner_type: str = "Organization",
         description: str | None = None,
+        clone_url: str | None = None,
     ) -> Repo:
-        """A repository backed by the bare git repository at ``git_dir`` (read live)."""
+        """A repository backed by the bare git repository at ``git_dir`` (read live); its
+        ``clone_url`` is ``git_dir``'s ``file://`` URL unless one is given (a git server over
+        HTTP in front of ``git_dir``)."""
         git_path = Path(git_dir)
         if not (git_path / "HEAD").is_file() or not (git_path / "objects").is_dir():
             raise ValueError(
@@ -205,6 +217,7 @@ class FakeGitHub:
                 private=private,
                 created_at=self.clock.now(),
                 description=description,
+                clone_url=clone_url,
             )
             world.repos[repo.key] = repo
         return repo
@@ -446,6 +459,21 @@ class FakeGitHub:
                 in_reply_to_id=in_reply_to,
             )
         return comment_id
+
+    def git_allows(self, owner: str, repo: str, token: str, *, write: bool) -> bool:
+        """Would github.com let ``token`` fetch (or, with ``write``, push to) ``owner/repo``
+        over HTTPS: a live token that sees the repository with ``contents`` access."""
+        world = self.world
+        with world.lock:
+            found = world.tokens.get(token)
+            target = world.repo(owner, repo)
+            if found is None or target is None:
+                return False
+            if found.expires_at is not None and found.expires_at <= self.clock.now():
+                return False
+            principal = Principal(found.kind, actor=found.actor, app=found.app, token=found)
+            return principal.sees(world, target) and principal.may(
+                "contents", "write" if write else "read")
 
     def advance_clock(self, seconds: float) -> None:
         """Move the fake's clock forward: tokens expire, JWTs age, rate windows reset."""

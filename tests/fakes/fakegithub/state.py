@@ -216,6 +216,7 @@ class Repo:
     private: bool
     created_at: float
     description: str | None = None
+    clone_url: str | None = None  # where git reaches it; None: the bare repository's file:// URL
     issues: dict[int, Issue] = field(default_factory=dict)
     pulls: dict[int, PullRequest] = field(default_factory=dict)
     comments: dict[int, IssueComment] = field(default_factory=dict)

@@ -61,8 +61,9 @@ def render_repo(
 ) -> dict[str, Any]:
     """A repository object.
 
-    ``clone_url`` is the bare repository's ``file://`` URL rather than github.com: a client that
-    clones or pushes where the API tells it reaches the repository the test controls.
+    ``clone_url`` is the bare repository's ``file://`` URL (or the git server the test put in
+    front of it) rather than github.com: a client that clones or pushes where the API tells it
+    reaches the repository the test controls.
     """
     api = links.repo_api(repo)
     visibility = "private" if repo.private else "public"
@@ -80,7 +81,7 @@ def render_repo(
         **{name: api + suffix for name, suffix in _URL_FIELDS.items()},
         "git_url": f"git://github.com/{repo.full_name}.git",
         "ssh_url": f"git@github.com:{repo.full_name}.git",
-        "clone_url": repo.git_dir.resolve().as_uri(),
+        "clone_url": repo.clone_url or repo.git_dir.resolve().as_uri(),
         "svn_url": links.repo_web(repo),
         "mirror_url": None,
         "homepage": None,

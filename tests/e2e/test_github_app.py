@@ -1,0 +1,221 @@
+"""The GitHub App end to end: signed webhooks against ``ratchet serve``, the fake GitHub.
+
+A maintainer labels issue #1; Ratchet posts one tracking comment, opens a draft pull request
+with the spec and a ``ratchet/spec`` check run; a writer approves with a comment; the agent
+implements a bug, verification fails, the agent repairs it, verification passes; the pull
+request is marked ready and each verified head carries one ``ratchet/verify`` check run. The
+second test takes the same path through lost acknowledgements on every mutating endpoint, a
+worker SIGKILLed during implement, refused commands and a request for changes, and must leave
+the same things on GitHub, each once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.e2e.github_app import (
+    BOT,
+    MUTATIONS,
+    OWNER,
+    PUBLIC_URL,
+    READER,
+    REPO,
+    WRITER,
+    AppScene,
+    github_state,
+    scenes,
+)
+from tests.fakes.fakegithub import faults
+from tests.gitrepo import git
+
+pytestmark = pytest.mark.slow
+
+ISSUE = 1
+BRANCH = f"ratchet/issue-{ISSUE}"
+# GitHub API calls the whole happy path may cost (the issue's target).
+API_BUDGET = 25
+
+
+@pytest.fixture(scope="module")
+def app_key() -> bytes:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(serialization.Encoding.PEM,
+                             serialization.PrivateFormat.TraditionalOpenSSL,
+                             serialization.NoEncryption())
+
+
+@pytest.fixture
+def scene(tmp_path: Path, app_key: bytes) -> Iterator[AppScene]:
+    yield from scenes(tmp_path, app_key)
+
+
+@pytest.fixture
+def brokered(tmp_path: Path, app_key: bytes, redis_url: str) -> Iterator[AppScene]:
+    yield from scenes(tmp_path, app_key, broker_url=redis_url)
+
+
+def spec_prefix(scene: AppScene) -> str:
+    """The approve command's hash, as the draft pull request's body shows it."""
+    [pull] = scene.fake.pulls(OWNER, REPO)
+    found = re.search(r"/ratchet approve ([0-9a-f]{12})", pull.body or "")
+    assert found, pull.body
+    return found.group(1)
+
+
+def waiting_for_approval(scene: AppScene, *, spec: int = 1) -> bool:
+    """The draft pull request is open and ``spec`` ratchet/spec check runs ask for approval."""
+    pulls = scene.fake.pulls(OWNER, REPO)
+    specs = [c for c in scene.fake.check_runs(OWNER, REPO) if c.name == "ratchet/spec"]
+    tracking = scene.tracking_comments(ISSUE)
+    return bool(pulls and len(specs) == spec and tracking
+                and "awaiting approval" in tracking[0].body)
+
+
+def finished(scene: AppScene) -> bool:
+    pulls = scene.fake.pulls(OWNER, REPO)
+    tracking = scene.tracking_comments(ISSUE)
+    return bool(pulls and not pulls[0].draft and tracking and ": done" in tracking[0].body)
+
+
+def assert_verified_once(scene: AppScene, *, spec_heads: int = 1, pr_replies: int = 0) -> None:
+    """What the run leaves on GitHub: one tracking comment saying done, one pull request
+    (ready), one check run per name and head, a branch that only fast-forwarded."""
+    [tracking] = scene.tracking_comments(ISSUE)
+    assert ": done" in tracking.body and "<!-- ratchet:name=" in tracking.body
+    [pull] = scene.fake.pulls(OWNER, REPO)
+    assert pull.head_ref == BRANCH and pull.base_ref == "main"
+    assert pull.draft is False and pull.state == "open" and pull.user.login == BOT
+    assert "Spec sha256" in (pull.body or "")
+    assert len(scene.replies(pull.number)) == pr_replies
+    checks = scene.fake.check_runs(OWNER, REPO)
+    per_head = Counter((c.name, c.head_sha) for c in checks)
+    assert set(per_head.values()) == {1}, per_head
+    assert all(c.app.id == 4242 and c.status == "completed" for c in checks)
+    verify = [c for c in checks if c.name == "ratchet/verify"]
+    assert [c.conclusion for c in verify] == ["failure", "success"]  # implement, then repair
+    assert len([c for c in checks if c.name == "ratchet/spec"]) == spec_heads
+    final = verify[-1]
+    assert final.head_sha == pull.head_sha
+    assert final.output_summary and "unit" in final.output_summary
+    assert final.details_url and final.details_url.startswith(f"{PUBLIC_URL}/runs/")
+    run_id = final.details_url.rsplit("/", 1)[1]
+    # One check run per head: its id names the head; the effect that wrote it, in a marker.
+    assert final.external_id == f"{run_id}:ratchet/verify:{final.head_sha}"
+    assert f"ratchet:key={run_id}:verify." in (final.output_text or "")
+    # The branch: the spec commit(s), then each verified candidate, each on the one before.
+    bare = scene.root / "git" / OWNER / f"{REPO}.git"
+    log = git(bare, "--git-dir", str(bare), "rev-list", "--first-parent", BRANCH).split()
+    main = git(bare, "--git-dir", str(bare), "rev-parse", "main").strip()
+    heads = log[: log.index(main)]
+    assert len(heads) == spec_heads + 2
+    assert {c.head_sha for c in checks} <= set(heads)
+
+
+def agent_steps(scene: AppScene) -> Counter[str]:
+    log = scene.shared / "agent.log"
+    return Counter(step.split(".")[0] for step in log.read_text().split()) if log.exists() \
+        else Counter()
+
+
+def test_a_labeled_issue_becomes_a_verified_pull_request(scene: AppScene) -> None:
+    scene.serve()
+    labeled = scene.labeled(ISSUE)
+
+    # The same delivery five times, then a second label event: one run.
+    answers = [scene.deliver("issues", labeled, delivery="label-1").status_code
+               for _ in range(5)]
+    assert answers == [202, 200, 200, 200, 200]
+    assert scene.deliver("issues", scene.labeled(ISSUE)).status_code == 200
+    scene.wait_for("the spec's review", lambda: waiting_for_approval(scene))
+    run = scene.run_state()
+    assert run is not None and run["state"] == "awaiting_approval"
+
+    # What the App itself did comes back as webhooks: none of it triggers anything.
+    [tracking] = scene.tracking_comments(ISSUE)
+    assert scene.deliver("issue_comment", scene.comment(tracking.id)).status_code == 200
+    assert scene.deliver("issue_comment",
+                         scene.comment(tracking.id, action="edited")).status_code == 200
+    [spec_check] = scene.fake.check_runs(OWNER, REPO)
+    assert scene.deliver("check_run", scene.check_run_event(
+        spec_check.id, "created", sender=BOT)).status_code == 200
+
+    [pull] = scene.fake.pulls(OWNER, REPO)
+    comment_id, answer = scene.command(pull.number, f"/ratchet approve {spec_prefix(scene)}",
+                                       author=WRITER)
+    assert answer.status_code == 202
+    scene.wait_for("the verified pull request", lambda: finished(scene))
+
+    assert_verified_once(scene)
+    assert [r.content for r in scene.fake.reactions(OWNER, REPO, comment_id)] == ["eyes"]
+    assert agent_steps(scene) == {"research": 1, "specify": 1, "implement": 1, "repair": 1}
+    assert scene.run_state()["state"] == "done"
+    assert scene.fake.validation_failures == [] and scene.fake.unknown_calls == []
+
+    calls = scene.ratchet_calls()
+    by_operation = Counter(c.operation_id for c in calls)
+    print(f"\nGitHub API calls for the happy path: {len(calls)} (target <= {API_BUDGET})")
+    for operation, count in sorted(by_operation.items()):
+        print(f"  {count:3d}  {operation}")
+    assert len(calls) <= API_BUDGET, by_operation
+    # Lookups happen only after an ambiguous outcome, and none was injected here.
+    lookups = {"issues/list-comments", "pulls/list", "checks/list-for-ref",
+               "reactions/list-for-issue-comment", "git/get-ref"}
+    assert not lookups & set(by_operation), by_operation
+
+
+def test_lost_acknowledgements_a_killed_worker_and_refused_commands_change_nothing(
+        brokered: AppScene) -> None:
+    scene = brokered
+    for method, path in MUTATIONS:  # every mutating endpoint loses its first answer
+        scene.fake.inject(method, path, faults.drop_after_apply())
+    block = scene.shared / "release-implement"
+    scene.serve()
+    worker = scene.worker(extra={"AGENT_BLOCK_FILE": str(block)})
+    assert scene.deliver("issues", scene.labeled(ISSUE)).status_code == 202
+    scene.wait_for("the spec's review", lambda: waiting_for_approval(scene))
+    [pull] = scene.fake.pulls(OWNER, REPO)
+    first = spec_prefix(scene)
+
+    # Refused, each with one reply: a reader, a stale hash. The App itself is not listened to.
+    scene.command(pull.number, f"/ratchet approve {first}", author=READER)
+    scene.command(pull.number, "/ratchet approve 0123456789ab", author=WRITER)
+    own = scene.fake.add_issue_comment(OWNER, REPO, pull.number,
+                                       body=f"/ratchet approve {first}", author=BOT)
+    assert scene.deliver("issue_comment", scene.comment(own)).status_code == 200
+    scene.wait_for("two replies", lambda: len(scene.replies(pull.number)) == 2)
+    replies = [c.body for c in scene.replies(pull.number)]
+    assert any(f"@{READER}" in r and "write access" in r for r in replies), replies
+    assert any("0123456789ab" in r and first in r for r in replies), replies
+
+    # Sent back with feedback: a second spec, the pull request's body follows it.
+    scene.command(pull.number, "/ratchet request-changes also handle negative numbers",
+                  author=WRITER)
+    scene.wait_for("the second spec", lambda: waiting_for_approval(scene, spec=2))
+    second = spec_prefix(scene)
+    assert second != first
+    assert "with feedback" in (scene.fake.pull(OWNER, REPO, pull.number).body or "")
+    scene.command(pull.number, f"/ratchet approve {second}", author=WRITER)
+
+    # The worker dies during implement; another takes the run over.
+    started = Path(f"{block}.seen")  # the scripted agent's mark: implement is running
+    scene.wait_for("implement to start", started.exists)
+    worker.kill()
+    block.write_text("go\n")
+    scene.worker()
+    scene.wait_for("the verified pull request", lambda: finished(scene), timeout=180)
+
+    assert_verified_once(scene, spec_heads=2, pr_replies=2)
+    steps = agent_steps(scene)
+    assert (steps["research"], steps["specify"], steps["implement"]) == (1, 2, 1)
+    fired = Counter(c.fault for c in scene.fake.calls() if c.fault)
+    assert sum(fired.values()) == len(MUTATIONS), fired
+    state = github_state(scene, ISSUE)
+    assert state["tracking_comments"] == 1 and len(state["pulls"]) == 1
+    assert scene.fake.validation_failures == [] and scene.fake.unknown_calls == []
