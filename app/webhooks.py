@@ -149,12 +149,12 @@ class WebhookReceiver:
 
 
     def _verification(self, pull: VerifyPullRequest) -> NewRun:
-        """A run that verifies a fork's pull request head: no agent, no push, no comment."""
+        """A run that verifies a pull request head: no agent, no push, no comment."""
         run_id = f"r-{time.strftime('%Y%m%d')}-{secrets.token_hex(4)}"
         params = {
             "forge": "github", "owner": pull.owner, "repo": pull.repo,
             "installation": pull.installation, "clone_url": pull.clone_url,
-            "remote": pull.clone_url, "diff_base": pull.base_sha, "fork": pull.fork,
+            "remote": pull.clone_url, "diff_base": pull.base_sha, "source": pull.source,
             "started_by": pull.author,
         }
         return NewRun(id=run_id, repo=pull.clone_url, title=pull.title,
@@ -173,7 +173,7 @@ def _describe(intent: object) -> str:
     if isinstance(intent, StartRun):
         return f"issue #{intent.issue} labeled {intent.label} by {intent.author}"
     if isinstance(intent, VerifyPullRequest):
-        return f"pull request #{intent.number} from {intent.fork} at {intent.head_sha[:12]}"
+        return f"pull request #{intent.number} at {intent.head_sha[:12]}: {intent.source}"
     if isinstance(intent, Signal):
         target = intent.run_id or f"#{intent.number}"
         kind = intent.kind.value if isinstance(intent.kind, SignalKind) else intent.kind

@@ -89,12 +89,26 @@ class PullRequest(_Model):
     base: Ref
 
 
+class Commit(_Model):
+    ref: str
+    sha: str
+
+
+class LinkedPull(_Model):
+    """A pull request as a check run lists it: its number, head and base commits."""
+
+    number: int
+    head: Commit
+    base: Commit
+
+
 class CheckRun(_Model):
     id: int
     name: str
     head_sha: str
     external_id: str | None = None
     app: App | None = None
+    pull_requests: list[LinkedPull] = Field(default_factory=list)
 
 
 class RequestedAction(_Model):

@@ -21,6 +21,10 @@ from github.events import (
 )
 from runner.names import SignalKind
 
+# Branches Ratchet's runs push (``ratchet/issue-<n>``): a person's push there is verified.
+RUN_BRANCH_PREFIX = "ratchet/"
+VERIFY_CHECK = "ratchet/verify"
+
 
 @dataclass(frozen=True)
 class RouteSettings:
@@ -48,7 +52,8 @@ class StartRun:
 
 @dataclass(frozen=True)
 class VerifyPullRequest:
-    """A fork's pull request opened or pushed to: verify its head (nothing else)."""
+    """A pull request head to verify and report on, nothing else: a fork's head, a person's
+    push to a run's branch, or a head whose ``ratchet/verify`` check was re-requested."""
 
     owner: str
     repo: str
@@ -58,7 +63,7 @@ class VerifyPullRequest:
     title: str
     head_sha: str
     base_sha: str
-    fork: str
+    source: str  # why, in a few words, for the ledger and logs
     author: str
 
 
@@ -124,18 +129,25 @@ def _issues(event: IssuesEvent, settings: RouteSettings) -> Intent:
 
 
 def _pull_request(event: PullRequestEvent) -> Intent:
-    """A fork's pull request gets verification only: its head, in the sandbox, no token."""
+    """A fork's pull request gets verification only: its head, in the sandbox, no token. So
+    does a person's push to a run's branch: the run never forces over it, the head is verified
+    and reported."""
     pull, repo = event.pull_request, event.repository
     if event.action not in {"opened", "synchronize", "reopened"}:
         return Ignore(f"pull_request.{event.action} is not used")
     head_repo = pull.head.repo.full_name if pull.head.repo else None
     if head_repo == repo.full_name:
-        return Ignore("a pull request from a branch of this repository (its CI verifies it)")
+        if event.action == "synchronize" and pull.head.ref.startswith(RUN_BRANCH_PREFIX):
+            source = f"a push by {event.sender.login} to {pull.head.ref}"
+        else:
+            return Ignore("a pull request from a branch of this repository (its CI verifies it)")
+    else:
+        source = f"the fork {head_repo or '(deleted)'}"
     owner, name = repo.slug
     return VerifyPullRequest(
         owner=owner, repo=name, installation=event.installation.id if event.installation
         else None, clone_url=repo.clone_url, number=pull.number, title=pull.title,
-        head_sha=pull.head.sha, base_sha=pull.base.sha, fork=head_repo or "(deleted fork)",
+        head_sha=pull.head.sha, base_sha=pull.base.sha, source=source,
         author=event.sender.login,
     )
 
@@ -174,10 +186,28 @@ def _check_run(event: CheckRunEvent, settings: RouteSettings) -> Intent:
         spec_prefix = rest.rsplit(":", 1)[-1]  # <run>:ratchet/spec:<commit>:<spec hash>
         return Signal(event.repository.clone_url, 0, SignalKind.APPROVE, event.sender.login,
                       {"hash": spec_prefix, "check_run": check.id}, run_id=run_id)
-    if event.action == "rerequested" and rest:
-        return Signal(event.repository.clone_url, 0, SignalKind.RERUN_VERIFICATION,
-                      event.sender.login, {"head_sha": check.head_sha}, run_id=run_id)
+    if event.action == "rerequested":
+        return _rerun(event)
     return Ignore(f"check_run.{event.action} is not used")
+
+
+def _rerun(event: CheckRunEvent) -> Intent:
+    """Re-run a ``ratchet/verify`` check: verify that head again and report it in a new check
+    run (GitHub shows the newest of a name on a commit); the run it came from is untouched."""
+    check = event.check_run
+    if check.name != VERIFY_CHECK:
+        return Ignore(f"{check.name} is not re-run (approve a spec with its button or a command)")
+    if not check.pull_requests:
+        return Ignore(f"the re-run {VERIFY_CHECK} check is on no open pull request")
+    pull = check.pull_requests[0]
+    owner, name = event.repository.slug
+    return VerifyPullRequest(
+        owner=owner, repo=name, installation=event.installation.id if event.installation
+        else None, clone_url=event.repository.clone_url, number=pull.number,
+        title=f"Re-run of {VERIFY_CHECK} on {check.head_sha[:12]}", head_sha=check.head_sha,
+        base_sha=pull.base.sha, source=f"a re-run requested by {event.sender.login}",
+        author=event.sender.login,
+    )
 
 
 def _from_this_app(sender: Account, settings: RouteSettings) -> bool:

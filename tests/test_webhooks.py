@@ -164,6 +164,74 @@ def test_the_apps_own_and_other_apps_check_runs_trigger_nothing(deliveries: Deli
     assert deliveries.store.list_runs() == []
 
 
+def pull_request(action: str, *, head_ref: str, head_repo: str = "acme/widgets",
+                 sender: str = "dana", kind: str = "User") -> dict[str, Any]:
+    def ref(name: str, sha: str, full_name: str) -> dict[str, Any]:
+        owner, repo = full_name.split("/")
+        return {"ref": name, "sha": sha, "repo": {**REPO, "full_name": full_name, "name": repo,
+                                                  "owner": {"login": owner, "id": 3}}}
+    return {"action": action, "number": 4, "repository": REPO, "installation": {"id": 77},
+            "sender": user(sender, kind),
+            "pull_request": {"number": 4, "title": "Widgets", "user": user("dana"),
+                             "head": ref(head_ref, "h" * 40, head_repo),
+                             "base": ref("main", "b" * 40, "acme/widgets")}}
+
+
+def verify_check(action: str, *, name: str = "ratchet/verify",
+                 pulls: bool = True) -> dict[str, Any]:
+    linked = [{"number": 4, "head": {"ref": "ratchet/issue-7", "sha": "c" * 40},
+               "base": {"ref": "main", "sha": "b" * 40}}] if pulls else []
+    return {"action": action, "repository": REPO, "installation": {"id": 77},
+            "sender": user("carol"),
+            "check_run": {"id": 9, "name": name, "head_sha": "c" * 40,
+                          "external_id": f"r-1:{name}:" + "c" * 40, "app": {"id": APP_ID},
+                          "pull_requests": linked}}
+
+
+@pytest.mark.parametrize(("payload", "started"), [
+    (pull_request("opened", head_ref="main", head_repo="mallory/widgets"), "the fork"),
+    (pull_request("synchronize", head_ref="ratchet/issue-7"), "a push by dana"),
+    (pull_request("synchronize", head_ref="feature"), None),
+    (pull_request("opened", head_ref="ratchet/issue-7"), None),
+    (pull_request("synchronize", head_ref="ratchet/issue-7", sender="ratchet[bot]",
+                  kind="Bot"), None),
+])
+def test_heads_that_are_verified_only(deliveries: Deliveries, payload: dict[str, Any],
+                                      started: str | None) -> None:
+    """A fork's head, and a person's push to a run's branch (never forced over), are
+    verified and reported; the App's own pushes and other branches are left to their CI."""
+    answer = deliveries.post("pull_request", payload)
+    runs = deliveries.store.list_runs()
+    if started is None:
+        assert answer.status_code == 200 and runs == []
+        return
+    assert answer.status_code == 202 and started in answer.json()["reason"]
+    [run] = runs
+    assert run.workflow == "pull_request" and run.pr == 4 and run.base_revision == "h" * 40
+    assert run.params["diff_base"] == "b" * 40
+
+
+@pytest.mark.parametrize(("payload", "reason"), [
+    (verify_check("rerequested"), None),
+    (verify_check("rerequested", name="ratchet/spec"), "is not re-run"),
+    (verify_check("rerequested", pulls=False), "on no open pull request"),
+])
+def test_a_rerequested_verify_check_verifies_its_head_again(
+        deliveries: Deliveries, payload: dict[str, Any], reason: str | None) -> None:
+    answer = deliveries.post("check_run", payload)
+    if reason is not None:
+        assert answer.status_code == 200 and reason in answer.json()["reason"]
+        assert deliveries.store.list_runs() == []
+        return
+    assert answer.status_code == 202
+    [run] = deliveries.store.list_runs()
+    assert run.workflow == "pull_request" and run.base_revision == "c" * 40
+    assert run.pr == 4 and run.params["diff_base"] == "b" * 40
+    assert "re-run requested by carol" in run.params["source"]
+    # Asked again while that verification runs: the head is being verified already.
+    assert deliveries.post("check_run", payload).json()["decision"] == "ignore"
+
+
 @pytest.mark.parametrize(("change", "status"), [
     ({"secret": "forged-secret"}, 401),
     ({"secret": None}, 401),

@@ -270,6 +270,30 @@ class AppScene:
             payload["requested_action"] = {"identifier": "approve"}
         return self._common(payload, sender)
 
+    def pull_request_event(self, number: int, action: str, *, sender: str) -> dict[str, Any]:
+        payload = example("pull_request", action)
+        payload["pull_request"] = self.read(f"/repos/{OWNER}/{REPO}/pulls/{number}")
+        payload["number"] = number
+        payload.pop("before", None)
+        payload.pop("after", None)
+        return self._common(payload, sender)
+
+    def push_as_person(self, branch: str, files: dict[str, str], *, author: str) -> str:
+        """``author`` pushes a commit changing ``files`` on top of ``branch``; its sha."""
+        work = self.root / f"clone-{author}"
+        bare = self.root / "git" / OWNER / f"{REPO}.git"
+        if not work.exists():
+            git(self.root, "clone", "--quiet", bare.as_uri(), str(work))
+        git(work, "fetch", "--quiet", "origin")
+        git(work, "checkout", "--quiet", "-B", branch, f"origin/{branch}")
+        for name, text in files.items():
+            (work / name).write_text(text)
+        git(work, "add", "--all")
+        git(work, "-c", f"user.name={author}", "-c", f"user.email={author}@example.com",
+            "commit", "--quiet", "-m", f"{author}'s change")
+        git(work, "push", "--quiet", "origin", f"{branch}:{branch}")
+        return git(work, "rev-parse", "HEAD").strip()
+
     # -- what GitHub shows -------------------------------------------------------------------
 
     def ratchet_calls(self) -> list[Call]:

@@ -169,6 +169,29 @@ def test_a_labeled_issue_becomes_a_verified_pull_request(scene: AppScene) -> Non
                "reactions/list-for-issue-comment", "git/get-ref"}
     assert not lookups & set(by_operation), by_operation
 
+    # Re-running the verified head's check verifies it again, in a new check run.
+    ours = scene.fake.pull(OWNER, REPO, pull.number).head_sha
+    [success] = [c for c in scene.fake.check_runs(OWNER, REPO, ours)
+                 if c.name == "ratchet/verify"]
+    assert scene.deliver("check_run", scene.check_run_event(
+        success.id, "rerequested", sender=WRITER)).status_code == 202
+    rerun = scene.wait_for("the re-run", lambda: [
+        c for c in scene.fake.check_runs(OWNER, REPO, ours)
+        if c.name == "ratchet/verify" and c.id != success.id and c.status == "completed"])
+    assert [c.conclusion for c in rerun] == ["success"]
+
+    # A person pushes to the run's branch: their head is verified and reported, never forced.
+    theirs = scene.push_as_person(BRANCH, {"calc.py": "def add(a, b):\n    return 0\n"},
+                                  author=WRITER)
+    assert scene.deliver("pull_request", scene.pull_request_event(
+        pull.number, "synchronize", sender=WRITER)).status_code == 202
+    [verdict] = scene.wait_for("their head's check", lambda: [
+        c for c in scene.fake.check_runs(OWNER, REPO, theirs) if c.status == "completed"])
+    assert verdict.name == "ratchet/verify" and verdict.conclusion == "failure"
+    assert scene.fake.pull(OWNER, REPO, pull.number).head_sha == theirs  # not forced over
+
+    assert len(scene.tracking_comments(ISSUE)) == 1 and len(scene.fake.pulls(OWNER, REPO)) == 1
+
 
 def test_lost_acknowledgements_a_killed_worker_and_refused_commands_change_nothing(
         brokered: AppScene) -> None:
