@@ -82,7 +82,7 @@ class TrackingComments:
         name = _name(request)
         body = marked_body(
             [name_marker(name), key_marker(request.key)],
-            render_tracking(request.payload["view"], self.words),
+            render_tracking(request.payload["view"], self.words, self._links()),
         )
         known = self._known_id(request)
         if known is not None:
@@ -97,6 +97,21 @@ class TrackingComments:
                 )
         created = self.api.post(ISSUE_COMMENTS, {"body": body}, issue_number=self.issue)
         return _comment_identity(created, self.issue)
+
+    def _links(self) -> list[tuple[str, str]]:
+        """The run's pull request and newest check run of each name, as the ledger knows
+        them (confirmed effects), so a reader goes from the issue to the evidence."""
+        links = []
+        pull = self.history.latest(EffectKind.PULL_REQUEST)
+        if pull and pull.get("url"):
+            links.append((f"pull request #{pull['number']}", str(pull["url"])))
+        newest: dict[str, str] = {}
+        for effect in self.history.of(EffectKind.CHECK_RUN):
+            resource = effect.resource or {}
+            if resource.get("url"):
+                newest[str(effect.payload.get("name"))] = str(resource["url"])
+        links += sorted(newest.items())
+        return links
 
     def find(self, request: EffectRequest) -> dict[str, Any] | None:
         known = self._known_id(request)

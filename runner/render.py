@@ -8,7 +8,7 @@ differs by forge (a slash command on GitHub, a CLI command locally), so every re
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -86,8 +86,10 @@ def say_next_action(action: Mapping[str, Any], run_id: str, words: Vocabulary) -
             f" {_code(words.cancel(run_id))}")
 
 
-def render_tracking(view: Mapping[str, Any], words: Vocabulary) -> str:
-    """The run's tracking comment: phases, elapsed time, spec hash, the next action."""
+def render_tracking(view: Mapping[str, Any], words: Vocabulary,
+                    links: Sequence[tuple[str, str]] = ()) -> str:
+    """The run's tracking comment: phases, elapsed time, spec hash, the next action; ``links``
+    (label, URL) point at what the forge made of the run (its pull request, check runs)."""
     run_id = view["run"]
     lines = [f"### Ratchet run `{run_id}`: {view['state'].replace('_', ' ')}", ""]
     for phase in view["phases"]:
@@ -97,6 +99,10 @@ def render_tracking(view: Mapping[str, Any], words: Vocabulary) -> str:
     lines += ["", f"Branch `{view['branch']}` · elapsed {_duration(view['elapsed_s'])}"]
     if view.get("spec_sha256") and view["state"] == "awaiting_approval":
         lines.append(f"Spec sha256: `{view['spec_sha256']}`")
+    if links:
+        lines.append(" · ".join(f"[{label}]({url})" for label, url in links))
+    if view.get("failure_class"):
+        lines.append(f"Failure class: {view['failure_class']}")
     if view.get("reason") and view["state"] in {"failed", "needs_human", "cancelled"}:
         lines.append(f"Reason: {view['reason']}")
     lines += ["", f"Next: {say_next_action(view['next_action'], run_id, words)}"]

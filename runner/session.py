@@ -591,9 +591,11 @@ class Session:
     def _tracking(self, run: Run, change: Change, completed: list[str]) -> EffectRequest:
         spec = (self.store.read_artifact(run.id, "spec.md")
                 if change.state is State.AWAITING_APPROVAL else None)
+        failure = next((str(e.data["class"]) for e in change.events
+                        if e.type is EventType.STEP_FAILED and "class" in e.data), None)
         return tracking_edit(run, state=change.state, step=change.step, reason=change.reason,
                              completed=completed, spec_sha256=sha256_hex(spec) if spec else None,
-                             at=time.time())
+                             at=time.time(), failure=failure if is_stopped(change.state) else None)
 
     def _effect(self, run: Run, kind: EffectKind, name: str,
                 payload: Mapping[str, Any]) -> EffectRequest:

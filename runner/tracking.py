@@ -19,11 +19,14 @@ TRACKING = "tracking"
 
 
 def tracking_edit(run: Run, *, state: State, step: str, reason: str | None,
-                  completed: list[str], spec_sha256: str | None, at: float) -> EffectRequest:
-    """The edit showing ``run`` as it is once it enters ``state`` at ``step``."""
+                  completed: list[str], spec_sha256: str | None, at: float,
+                  failure: str | None = None) -> EffectRequest:
+    """The edit showing ``run`` as it is once it enters ``state`` at ``step``; ``failure`` is
+    the class of the failure that stopped it (transient, deterministic, ...), if one did."""
     after = replace(run, state=state, step=step, reason=reason)
     view = tracking_view(after, completed, spec_sha256=spec_sha256,
-                         branch=str(run.params.get("branch") or f"ratchet/{run.id}"), at=at)
+                         branch=str(run.params.get("branch") or f"ratchet/{run.id}"), at=at,
+                         failure=failure)
     return EffectRequest(effect_key(run.id, step, f"{TRACKING}.{state.value}"), run.id, step,
                          EffectKind.COMMENT, {"name": TRACKING, "view": view})
 

@@ -131,7 +131,7 @@ class PhaseStatus(StrEnum):
 
 
 def tracking_view(run: Run, completed: list[str], *, spec_sha256: str | None,
-                  branch: str, at: float) -> dict[str, Any]:
+                  branch: str, at: float, failure: str | None = None) -> dict[str, Any]:
     """The tracking comment's content as data, at the transition recorded at ``at``."""
     done = {StepId.parse(step).state for step in completed}
     current = run.step_id.state
@@ -156,4 +156,5 @@ def tracking_view(run: Run, completed: list[str], *, spec_sha256: str | None,
         "phases": phases, "branch": branch, "spec_sha256": spec_sha256,
         "elapsed_s": round(max(0.0, at - run.created_at), 1),
         "reason": run.reason, "next_action": action.to_dict(),
+        **({"failure_class": failure} if failure else {}),
     }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from runner.decisions import Limits, MoveKind, decide_failure, next_move
@@ -154,3 +156,16 @@ def test_next_action_and_tracking_view_are_data_said_by_the_edge():
     text = render_tracking(view, Words())
     assert "- [x] research" in text and f"Spec sha256: `{SPEC}`" in text
     assert "`ratchet/issue-7`" in text and "elapsed 1m 5s" in text
+
+
+def test_a_stopped_runs_tracking_says_the_failure_class_and_what_to_decide():
+    run = run_in(State.FAILED, step="implement.1")
+    run = replace(run, reason="implement failed 5 times, last: the agent timed out")
+    view = tracking_view(run, ["queued.1", "research.1", "specify.1"], spec_sha256=None,
+                         branch="ratchet/issue-7", at=NOW, failure="transient")
+    text = render_tracking(view, Words(), [("pull request #4", "https://gh/acme/w/pull/4"),
+                                           ("ratchet/verify", "https://gh/acme/w/runs/9")])
+    assert "Failure class: transient" in text
+    assert "Reason: implement failed 5 times" in text
+    assert "[pull request #4](https://gh/acme/w/pull/4) · [ratchet/verify]" in text
+    assert "Next: fix the cause" in text

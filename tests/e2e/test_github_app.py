@@ -94,6 +94,9 @@ def assert_verified_once(scene: AppScene, *, spec_heads: int = 1, pr_replies: in
     assert pull.draft is False and pull.state == "open" and pull.user.login == BOT
     assert "Spec sha256" in (pull.body or "")
     assert len(scene.replies(pull.number)) == pr_replies
+    # From the issue to the evidence: the tracking comment links the pull request and checks.
+    assert f"[pull request #{pull.number}](" in tracking.body
+    assert "[ratchet/verify](" in tracking.body
     checks = scene.fake.check_runs(OWNER, REPO)
     per_head = Counter((c.name, c.head_sha) for c in checks)
     assert set(per_head.values()) == {1}, per_head
