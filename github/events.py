@@ -141,7 +141,22 @@ class CheckRunEvent(_Event):
     requested_action: RequestedAction | None = None
 
 
-WebhookEvent = IssuesEvent | IssueCommentEvent | PullRequestEvent | CheckRunEvent
+class Review(_Model):
+    id: int
+    body: str | None = None
+    state: str  # "approved", "changes_requested", "commented", "dismissed"
+    user: Account
+    commit_id: str | None = None
+
+
+class PullRequestReviewEvent(_Event):
+    review: Review
+    pull_request: PullRequest
+
+
+WebhookEvent = (
+    IssuesEvent | IssueCommentEvent | PullRequestEvent | CheckRunEvent | PullRequestReviewEvent
+)
 
 # The events Ratchet acts on, by the X-GitHub-Event header.
 MODELS: dict[str, type[_Event]] = {
@@ -149,6 +164,7 @@ MODELS: dict[str, type[_Event]] = {
     "issue_comment": IssueCommentEvent,
     "pull_request": PullRequestEvent,
     "check_run": CheckRunEvent,
+    "pull_request_review": PullRequestReviewEvent,
 }
 
 

@@ -17,7 +17,7 @@ PERMISSIONS = {
     "metadata": "read",
 }
 # The events it acts on (github/routing.py).
-EVENTS = ["issues", "issue_comment", "pull_request", "check_run"]
+EVENTS = ["issues", "issue_comment", "pull_request", "pull_request_review", "check_run"]
 
 
 def app_manifest(public_url: str, *, name: str = "Ratchet") -> dict[str, Any]:

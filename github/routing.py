@@ -17,6 +17,7 @@ from github.events import (
     IssueCommentEvent,
     IssuesEvent,
     PullRequestEvent,
+    PullRequestReviewEvent,
     WebhookEvent,
 )
 from runner.names import SignalKind
@@ -103,7 +104,9 @@ def route(name: str, event: WebhookEvent | None, settings: RouteSettings) -> Int
         return _check_run(event, settings)
     if isinstance(event, PullRequestEvent):
         return _pull_request(event)
-    return Ignore(f"{name} events are not used")  # pragma: no cover - MODELS lists the four
+    if isinstance(event, PullRequestReviewEvent):
+        return _review(event)
+    return Ignore(f"{name} events are not used")  # pragma: no cover - MODELS lists the five
 
 
 def _issues(event: IssuesEvent, settings: RouteSettings) -> Intent:
@@ -173,6 +176,20 @@ def _comment(event: IssueCommentEvent, settings: RouteSettings) -> Intent:
         payload["message"] = command.argument
     return Signal(event.repository.clone_url, event.issue.number, command.kind,
                   comment.user.login, payload)
+
+
+def _review(event: PullRequestReviewEvent) -> Intent:
+    """GitHub's own "Request changes" review on a run's pull request sends the spec back with
+    the review's text, as ``/ratchet request-changes <text>`` does (who may is checked later,
+    like any signal; a pull request without an active run ignores it)."""
+    review = event.review
+    if event.action != "submitted" or review.state.lower() != "changes_requested":
+        return Ignore(f"pull_request_review.{event.action} ({review.state}) is not used")
+    if not (review.body or "").strip():
+        return Ignore("a review requesting changes without text: say what to change")
+    return Signal(event.repository.clone_url, event.pull_request.number,
+                  SignalKind.REQUEST_CHANGES, review.user.login,
+                  {"message": review.body, "review": review.id})
 
 
 def _check_run(event: CheckRunEvent, settings: RouteSettings) -> Intent:

@@ -21,7 +21,8 @@ from starlette.testclient import TestClient
 
 from app.service import create_app
 from app.webhooks import MAX_BODY_BYTES, WebhookConfig, WebhookReceiver
-from github.routing import RouteSettings
+from github.events import parse_event
+from github.routing import Ignore, RouteSettings, Signal, route
 from runner.ledger import open_store
 from runner.ledger.store import Store
 from runner.names import SignalKind, SignalStatus
@@ -292,3 +293,29 @@ def test_every_documented_payload_gets_200_or_202_never_a_server_error(
         answers[f"{event}.{example.get('action')}#{index}"] = answer.status_code
     assert set(answers.values()) <= {200, 202}, {k: v for k, v in answers.items()
                                                  if v not in {200, 202}}
+
+
+def review(state: str, body: str | None, *, action: str = "submitted") -> dict[str, Any]:
+    pull = pull_request("opened", head_ref="ratchet/issue-7")
+    return {**pull, "action": action, "sender": user("bob"),
+            "review": {"id": 31, "body": body, "state": state, "user": user("bob"),
+                       "commit_id": "h" * 40}}
+
+
+@pytest.mark.parametrize(("payload", "expected"), [
+    (review("changes_requested", "Cover zero too."), "Cover zero too."),
+    (review("commented", "Nice."), "(commented) is not used"),
+    (review("approved", None), "(approved) is not used"),
+    (review("changes_requested", "  "), "without text"),
+    (review("changes_requested", "x", action="edited"), "is not used"),
+])
+def test_a_review_requesting_changes_sends_the_spec_back(payload: dict[str, Any],
+                                                         expected: str) -> None:
+    """GitHub's own "Request changes" review works as ``/ratchet request-changes``."""
+    intent = route("pull_request_review", parse_event("pull_request_review", payload), ROUTING)
+    if isinstance(intent, Ignore):
+        assert expected in intent.reason
+        return
+    assert isinstance(intent, Signal)
+    assert (intent.number, intent.kind, intent.author) == (4, SignalKind.REQUEST_CHANGES, "bob")
+    assert intent.payload == {"message": expected, "review": 31}

@@ -278,6 +278,17 @@ class AppScene:
         payload.pop("after", None)
         return self._common(payload, sender)
 
+    def review_event(self, number: int, *, state: str, body: str, author: str
+                     ) -> dict[str, Any]:
+        """``author`` submits a review of pull request ``number`` (GitHub's review button)."""
+        payload = self.pull_request_event(number, "opened", sender=author)
+        payload.update(action="submitted")
+        review = example("pull_request_review", "submitted")["review"]
+        review.update(id=abs(hash(body)) % 100_000 + 1, body=body, state=state,
+                      user=self._user(author), commit_id=payload["pull_request"]["head"]["sha"])
+        payload["review"] = review
+        return payload
+
     def push_as_person(self, branch: str, files: dict[str, str], *, author: str) -> str:
         """``author`` pushes a commit changing ``files`` on top of ``branch``; its sha."""
         work = self.root / f"clone-{author}"

@@ -220,9 +220,11 @@ def test_lost_acknowledgements_a_killed_worker_and_refused_commands_change_nothi
     assert any(f"@{READER}" in r and "write access" in r for r in replies), replies
     assert any("0123456789ab" in r and first in r for r in replies), replies
 
-    # Sent back with feedback: a second spec, the pull request's body follows it.
-    scene.command(pull.number, "/ratchet request-changes also handle negative numbers",
-                  author=WRITER)
+    # Sent back with GitHub's "Request changes" review: a second spec, the pull request's
+    # body follows it.
+    assert scene.deliver("pull_request_review", scene.review_event(
+        pull.number, state="changes_requested", body="Also handle negative numbers.",
+        author=WRITER)).status_code == 202
     scene.wait_for("the second spec", lambda: waiting_for_approval(scene, spec=2))
     second = spec_prefix(scene)
     assert second != first
