@@ -229,7 +229,20 @@ def test_lost_acknowledgements_a_killed_worker_and_refused_commands_change_nothi
     second = spec_prefix(scene)
     assert second != first
     assert "with feedback" in (scene.fake.pull(OWNER, REPO, pull.number).body or "")
-    scene.command(pull.number, f"/ratchet approve {second}", author=WRITER)
+    # And with a command (it gets a reaction): a third spec.
+    sent_back, _ = scene.command(pull.number, "/ratchet request-changes and zero",
+                                 author=WRITER)
+    scene.wait_for("the third spec", lambda: waiting_for_approval(scene, spec=3))
+    third = spec_prefix(scene)
+    assert third == second  # the scripted agent writes the same spec for any feedback
+    assert [r.content for r in scene.fake.reactions(OWNER, REPO, sent_back)] == ["eyes"]
+    # Approved with the newest ratchet/spec check run's "Approve spec" button.
+    newest = max((c for c in scene.fake.check_runs(OWNER, REPO) if c.name == "ratchet/spec"),
+                 key=lambda c: c.id)
+    assert newest.actions and newest.actions[0]["identifier"] == "approve"
+    assert newest.external_id.endswith(third)
+    assert scene.deliver("check_run", scene.check_run_event(
+        newest.id, "requested_action", sender=WRITER)).status_code == 202
 
     # The worker dies during implement; another takes the run over.
     started = Path(f"{block}.seen")  # the scripted agent's mark: implement is running
@@ -239,9 +252,9 @@ def test_lost_acknowledgements_a_killed_worker_and_refused_commands_change_nothi
     scene.worker()
     scene.wait_for("the verified pull request", lambda: finished(scene), timeout=180)
 
-    assert_verified_once(scene, spec_heads=2, pr_replies=2)
+    assert_verified_once(scene, spec_heads=3, pr_replies=2)
     steps = agent_steps(scene)
-    assert (steps["research"], steps["specify"], steps["implement"]) == (1, 2, 1)
+    assert (steps["research"], steps["specify"], steps["implement"]) == (1, 3, 1)
     fired = Counter(c.fault for c in scene.fake.calls() if c.fault)
     assert sum(fired.values()) == len(MUTATIONS), fired
     state = github_state(scene, ISSUE)
