@@ -274,9 +274,11 @@ class Session:
                         failure)
             run = self.store.get_run(run.id)
             failed = self.outbox.failed
-            if is_end(run.state) and failed is not None and not isinstance(
+            settled = is_end(run.state) or is_stopped(run.state)
+            if settled and failed is not None and not isinstance(
                     failure, TransientFailure | AmbiguousFailure):
-                # Nothing can be decided for an ended run: give the effect up, say why.
+                # The run already ended or waits for a human: a failure that sending again
+                # cannot fix decides nothing more; give the effect up, say why.
                 self.store.fail_effect(self.heartbeat.lease, failed.key, str(failure))
                 return True
             self._fail(run, failure, during="effect")

@@ -13,7 +13,7 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from typing import Any
 
@@ -147,9 +147,14 @@ class SqlStore(ABC):
                 raise
             raise mapped from exc
 
+    def _writer(self) -> AbstractContextManager[Any]:
+        """Held around each write transaction (a process-wide mutex where waiting on the
+        database's own lock is slow); nothing by default."""
+        return nullcontext()
+
     @contextmanager
     def _write(self) -> Iterator[Tx]:
-        with self._driver_errors(), self._connection() as conn:
+        with self._driver_errors(), self._writer(), self._connection() as conn:
             self._begin_write(conn)
             try:
                 yield Tx(conn, self.placeholder)

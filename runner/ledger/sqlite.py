@@ -1,7 +1,11 @@
 """The embedded ledger: SQLite in WAL mode, ``synchronous=FULL``, ``BEGIN IMMEDIATE`` writes.
 
-One connection per thread (the engine's heartbeat runs in its own thread). A write that finds
-the database locked waits up to ``busy_timeout`` and then reports ``LedgerUnavailable``.
+One connection per thread (the engine's heartbeat runs in its own thread). Threads of one
+process take turns on a mutex per database file before they write: SQLite's busy handler
+sleeps in growing steps (up to 100 ms) and wakes long after the lock is free, which made the
+webhook's p99 wait tens of milliseconds behind writes that hold the lock for a few. Another
+process that finds the database locked waits up to ``busy_timeout`` and then reports
+``LedgerUnavailable``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,14 @@ from runner.ledger.sql import SqlStore
 
 BUSY_TIMEOUT_MS = 30_000  # a writer waits this long for another writer before giving up
 
+_WRITERS: dict[Path, threading.RLock] = {}  # one per database file in this process
+_WRITERS_LOCK = threading.Lock()
+
+
+def _writer_for(path: Path) -> threading.RLock:
+    with _WRITERS_LOCK:
+        return _WRITERS.setdefault(path.resolve(), threading.RLock())
+
 
 class SqliteStore(SqlStore):
     def __init__(self, path: Path | str) -> None:
@@ -25,6 +37,7 @@ class SqliteStore(SqlStore):
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._writer_lock = _writer_for(self.path)
         self.migrate()
 
     def __repr__(self) -> str:
@@ -47,6 +60,9 @@ class SqliteStore(SqlStore):
             with self._lock:
                 self._all.append(conn)
         yield conn
+
+    def _writer(self) -> threading.RLock:
+        return self._writer_lock
 
     def _begin_write(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
