@@ -47,6 +47,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python bench/throughput.py
 	$(BIN)/python bench/sandbox.py
 	$(BIN)/python bench/github_calls.py
+	$(BIN)/python bench/webhooks.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache
