@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench clean system-deps
+.PHONY: run test lint bench clean system-deps browser-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,10 +25,18 @@ system-deps:
 	    $$SUDO apt-get install -y -q bubblewrap >/dev/null 2>&1 || { $$SUDO apt-get update -q >/dev/null \
 	        && $$SUDO apt-get install -y -q bubblewrap >/dev/null; }; }
 
+# The dashboard's browser tests drive Debian's chromium (Playwright never downloads a browser).
+browser-deps:
+	@command -v chromium >/dev/null || { \
+	    if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO=sudo; \
+	    else echo "chromium is missing: apt-get install chromium (browser tests skip without it)" >&2; exit 0; fi; \
+	    $$SUDO apt-get install -y -q chromium >/dev/null 2>&1 || { $$SUDO apt-get update -q >/dev/null \
+	        && $$SUDO apt-get install -y -q chromium >/dev/null; }; }
+
 run: $(VENV)/.installed system-deps
 	$(BIN)/ratchet serve
 
-test: $(VENV)/.installed-dev system-deps
+test: $(VENV)/.installed-dev system-deps browser-deps
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)

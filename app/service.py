@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
@@ -24,12 +25,18 @@ from app.settings import Settings
 from app.webhooks import WebhookReceiver
 from runner.ledger import Store, open_store
 
+if TYPE_CHECKING:
+    from app.dashboard import Dashboard
+
 log = logging.getLogger(__name__)
+# Seconds open connections (live pages' event streams) get to finish when the service stops.
+GRACEFUL_SHUTDOWN_SECONDS = 5
 
 
 def create_app(store: Store, *, broker_ping: Callable[[], None] | None = None,
                lifespan: Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]
-               | None = None, webhooks: WebhookReceiver | None = None) -> Starlette:
+               | None = None, webhooks: WebhookReceiver | None = None,
+               dashboard: Dashboard | None = None) -> Starlette:
     registry = registry_for(store)
 
     async def healthz(request: Request) -> PlainTextResponse:
@@ -74,17 +81,28 @@ def create_app(store: Store, *, broker_ping: Callable[[], None] | None = None,
     ]
     if webhooks is not None:
         routes.append(Route("/webhooks/github", webhooks.receive, methods=["POST"]))
-    return Starlette(routes=routes, lifespan=lifespan)
+    if dashboard is None:
+        return Starlette(routes=routes, lifespan=lifespan)
+    # The dashboard's routes come first: its /api/runs answers only what the caller may read.
+    return Starlette(routes=[*dashboard.routes, *routes], middleware=dashboard.middleware,
+                     lifespan=lifespan)
 
 
 def serve(settings: Settings, *, host: str, port: int) -> None:
     import uvicorn
     from dramatiq import Worker
 
+    from app.dashboard import dashboard_config, dashboard_for_service
     from app.worker import build_delivery
 
+    config = dashboard_config(settings, host=host)  # refuses an unprotected public address
     store = open_store(settings.ledger_url)
     delivery = build_delivery(settings, reaper=False)
+    try:
+        dashboard = dashboard_for_service(store, settings, config, wake=delivery.enqueue)
+    except BaseException:
+        store.close()
+        raise
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -106,9 +124,10 @@ def serve(settings: Settings, *, host: str, port: int) -> None:
 
     receiver = WebhookReceiver(store, webhook_config(settings), delivery.enqueue)
     app = create_app(store, broker_ping=_broker_ping(delivery), lifespan=lifespan,
-                     webhooks=receiver)
+                     webhooks=receiver, dashboard=dashboard)
     try:
-        uvicorn.run(app, host=host, port=port, log_level="info")
+        uvicorn.run(app, host=host, port=port, log_level="info",
+                    timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
     finally:
         store.close()
 

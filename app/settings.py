@@ -65,12 +65,19 @@ class Settings(BaseSettings):
     allowed_bots: str = ""  # comma-separated bot logins whose commands are not ignored
     public_url: str | None = None  # where this service is reachable (links, the App manifest)
     github_app_id: int | None = None
-    github_app_slug: str | None = None  # read from GET /app when unset
+    github_app_slug: str | None = None  # its bot <slug>[bot]; unset: any bot's marker is trusted
     github_private_key: str | None = None  # PEM text
     github_private_key_file: Path | None = None
     github_api_url: str = "https://api.github.com"
     github_graphql_url: str | None = None  # derived from the API URL when unset
     github_mutation_interval: float = _seconds(1.0, ge=0.0)  # GitHub asks for 1 s between writes
+    # The dashboard (app/dashboard/): who may look, and how often live pages poll the ledger.
+    github_client_id: str | None = None  # the App's OAuth client: sign-in with GitHub
+    github_client_secret: str | None = None
+    github_web_url: str | None = None  # OAuth pages and links; derived from the API URL if unset
+    api_token: str | None = None  # a bearer token that reads /api/*
+    session_secret: str | None = None  # signs session cookies; derived when unset
+    dashboard_poll_seconds: float = _seconds(1.0, ge=0.05)  # one ledger poll per interval
     crash_at: str | None = None  # failure-injection tests only (runner/faults.py)
 
     @field_validator("home")

@@ -3,8 +3,10 @@
 The request only records: no GitHub API call happens in it, so the answer is fast and a crash
 loses nothing GitHub was told was received. gidgethub's sans-I/O ``Event.from_http`` checks the
 ``X-Hub-Signature-256`` HMAC (constant time); ``github/routing.py`` decides from the payload
-alone; one ledger transaction (``Store.accept_delivery``) stores the delivery with what it
+alone; one ledger transaction (``Store.accept_deliveries``) stores the delivery with what it
 caused (a new run, a pending signal, or the reason it was ignored); then the run is woken.
+Deliveries that arrive together share that transaction (``DeliveryWriter``: one commit, one
+disk flush for a burst), and each is answered once its transaction has committed.
 
 Answers: 401 for a missing or wrong signature (nothing recorded), 400 for malformed JSON or
 missing GitHub headers, 413 above 25 MB, 503 when no secret is configured (unless insecure
@@ -16,9 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import queue
 import secrets
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 from gidgethub import BadRequest, ValidationFailure
@@ -30,7 +35,7 @@ from starlette.responses import JSONResponse
 from github.events import parse_event
 from github.routing import Ignore, RouteSettings, Signal, StartRun, VerifyPullRequest, route
 from runner.errors import LedgerUnavailable
-from runner.ledger.records import DeliveryOutcome, NewDelivery, NewRun, SignalFor
+from runner.ledger.records import DeliveryIntake, DeliveryOutcome, NewDelivery, NewRun, SignalFor
 from runner.ledger.store import Store
 from runner.names import SignalKind
 from runner.tracking import with_first_edit
@@ -59,6 +64,7 @@ class WebhookReceiver:
         self.store = store
         self.config = config
         self.wake = wake
+        self.writer = DeliveryWriter(store)
 
     async def receive(self, request: Request) -> JSONResponse:
         config = self.config
@@ -90,7 +96,7 @@ class WebhookReceiver:
         except (BadRequest, ValueError) as exc:
             return _answer(400, f"the body is not a JSON delivery: {exc}")
         try:
-            outcome = await asyncio.to_thread(self._record, event)
+            outcome = await asyncio.wrap_future(self.writer.record(self._intake(event)))
         except LedgerUnavailable as exc:
             log.warning("delivery %r: ledger unavailable: %s", event.delivery_id, exc)
             return _answer(503, "the ledger is unavailable; GitHub may redeliver")
@@ -109,8 +115,8 @@ class WebhookReceiver:
             status_code=202 if acted else 200,
         )
 
-    def _record(self, event: Event) -> DeliveryOutcome:
-        """Decide (pure) and record it with what it causes, in one ledger transaction."""
+    def _intake(self, event: Event) -> DeliveryIntake:
+        """Decide (pure) what the delivery would cause; the ledger has the last word."""
         data = event.data if isinstance(event.data, dict) else {}
         action = data.get("action") if isinstance(data.get("action"), str) else None
         try:
@@ -121,15 +127,15 @@ class WebhookReceiver:
         delivery = NewDelivery(event.delivery_id, event.event, action, _decision(intent),
                                _describe(intent))
         if isinstance(intent, StartRun):
-            return self.store.accept_delivery(delivery, start=self._new_run(intent))
+            return DeliveryIntake(delivery, start=self._new_run(intent))
         if isinstance(intent, VerifyPullRequest):
-            return self.store.accept_delivery(delivery, start=self._verification(intent))
+            return DeliveryIntake(delivery, start=self._verification(intent))
         if isinstance(intent, Signal):
-            return self.store.accept_delivery(delivery, signal=SignalFor(
+            return DeliveryIntake(delivery, signal=SignalFor(
                 repo=intent.clone_url, number=intent.number, kind=intent.kind,
                 author=intent.author, origin="github", payload=intent.payload,
                 run_id=intent.run_id))
-        return self.store.accept_delivery(delivery)
+        return DeliveryIntake(delivery)
 
     def _new_run(self, start: StartRun) -> NewRun:
         run_id = f"r-{time.strftime('%Y%m%d')}-{secrets.token_hex(4)}"
@@ -161,6 +167,49 @@ class WebhookReceiver:
                       workflow=PULL_REQUEST_WORKFLOW, pr=pull.number,
                       base_revision=pull.head_sha, params=params,
                       event_data={"title": pull.title, "pr": pull.number, "by": pull.author})
+
+
+class DeliveryWriter:
+    """Records deliveries on one thread, all those waiting at once in one transaction (group
+    commit): a burst costs one disk flush, not one each, and request threads never queue on
+    the database's write lock. Each caller's future resolves when its batch committed (or
+    with the batch's error: nothing of a failed batch was recorded)."""
+
+    MAX_BATCH = 64
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._queue: queue.SimpleQueue[tuple[DeliveryIntake, Future[DeliveryOutcome]]] = (
+            queue.SimpleQueue())
+        self._thread: threading.Thread | None = None
+        self._start = threading.Lock()
+
+    def record(self, intake: DeliveryIntake) -> Future[DeliveryOutcome]:
+        answer: Future[DeliveryOutcome] = Future()
+        self._queue.put((intake, answer))
+        with self._start:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._serve, name="ratchet-deliveries",
+                                                daemon=True)
+                self._thread.start()
+        return answer
+
+    def _serve(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while len(batch) < self.MAX_BATCH:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                outcomes = self.store.accept_deliveries([intake for intake, _ in batch])
+            except Exception as exc:  # every waiting request answers with it
+                for _, answer in batch:
+                    answer.set_exception(exc)
+                continue
+            for (_, answer), outcome in zip(batch, outcomes, strict=True):
+                answer.set_result(outcome)
 
 
 def _decision(intent: object) -> str:

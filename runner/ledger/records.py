@@ -318,8 +318,29 @@ class SignalFor:
 
 
 @dataclass(frozen=True)
+class DeliveryIntake:
+    """A delivery with what it would cause: a new run, a signal for an active run, or
+    nothing (``Store.accept_deliveries`` decides against the ledger)."""
+
+    delivery: NewDelivery
+    start: NewRun | None = None
+    signal: SignalFor | None = None
+
+
+@dataclass(frozen=True)
 class DeliveryOutcome:
     recorded: bool  # False: a redelivery; nothing changed
     decision: str  # what was done: "start", "signal" or "ignore"
     reason: str
     run_id: str | None = None
+
+
+@dataclass(frozen=True)
+class RunMark:
+    """What changes whenever a run does, cheap to read for every run at once (a poller
+    compares marks to see which runs moved): the sequence number of its newest event (every
+    write to a run records one, except a lease's release and renewal) and its lease holder."""
+
+    repo: str
+    seq: int
+    holder: str | None

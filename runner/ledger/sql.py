@@ -31,6 +31,7 @@ from runner.ledger import schema
 from runner.ledger.records import (
     Change,
     Checkpoint,
+    DeliveryIntake,
     DeliveryOutcome,
     Effect,
     EffectIntent,
@@ -43,6 +44,7 @@ from runner.ledger.records import (
     NewSignal,
     RecoveryStats,
     Run,
+    RunMark,
     Signal,
     SignalDecision,
     SignalFor,
@@ -712,47 +714,56 @@ class SqlStore(ABC):
         self, delivery: NewDelivery, *, start: NewRun | None = None,
         signal: SignalFor | None = None, now: float | None = None,
     ) -> DeliveryOutcome:
+        [outcome] = self.accept_deliveries([DeliveryIntake(delivery, start, signal)], now=now)
+        return outcome
+
+    def accept_deliveries(self, intakes: Sequence[DeliveryIntake], *,
+                          now: float | None = None) -> list[DeliveryOutcome]:
         at = _now(now)
         with self._write() as tx:
-            seen = tx.one("SELECT decision, reason, run_id FROM deliveries WHERE id = ?",
-                          (delivery.id,))
-            if seen is not None:
-                return DeliveryOutcome(False, seen["decision"] or "ignore",
-                                       seen["reason"] or "seen before", seen["run_id"])
-            decision, reason, run_id = delivery.decision, delivery.reason, None
-            if start is not None:
-                active = (self._active_run(tx, start.repo, start.issue, by="issue")
-                          if start.issue is not None
-                          else self._active_verification(tx, start))
-                if active is not None:
-                    decision = "ignore"
-                    reason = (f"run {active} is already active for"
-                              f" #{start.issue or start.pr}")
-                else:
-                    self._insert_run(tx, start, at)
-                    run_id = start.id
-            elif signal is not None:
-                active = (self._named_run(tx, signal.repo, signal.run_id) if signal.run_id
-                          else self._active_run(tx, signal.repo, signal.number, by="either"))
-                if active is None:
-                    target = signal.run_id or f"#{signal.number}"
-                    decision, reason = "ignore", f"no active run for {target}"
-                else:
-                    run_id = active
-                    new = NewSignal(f"delivery:{delivery.id}", active, signal.kind,
-                                    signal.author, signal.origin, signal.payload)
-                    self._insert_signal(tx, new, at, status=SignalStatus.PENDING, reason=None)
-                    run = _run_from_row(self._select_run(tx, active))
-                    seq = self._allocate(tx, active, 1)
-                    self._insert_events(tx, active, seq, run.lease_epoch, at, [NewEvent(
-                        EventType.SIGNAL_RECEIVED, step=run.step,
-                        data={"signal": new.id, "kind": new.kind.value, "author": new.author,
-                              "origin": new.origin, "delivery": delivery.id})])
-            tx.run(
-                "INSERT INTO deliveries (id, event, run_id, first_seen, action, decision, reason)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (delivery.id, delivery.event, run_id, at, delivery.action, decision, reason),
-            )
+            return [self._accept(tx, intake, at) for intake in intakes]
+
+    def _accept(self, tx: Tx, intake: DeliveryIntake, at: float) -> DeliveryOutcome:
+        delivery, start, signal = intake.delivery, intake.start, intake.signal
+        seen = tx.one("SELECT decision, reason, run_id FROM deliveries WHERE id = ?",
+                      (delivery.id,))
+        if seen is not None:
+            return DeliveryOutcome(False, seen["decision"] or "ignore",
+                                   seen["reason"] or "seen before", seen["run_id"])
+        decision, reason, run_id = delivery.decision, delivery.reason, None
+        if start is not None:
+            active = (self._active_run(tx, start.repo, start.issue, by="issue")
+                      if start.issue is not None
+                      else self._active_verification(tx, start))
+            if active is not None:
+                decision = "ignore"
+                reason = (f"run {active} is already active for"
+                          f" #{start.issue or start.pr}")
+            else:
+                self._insert_run(tx, start, at)
+                run_id = start.id
+        elif signal is not None:
+            active = (self._named_run(tx, signal.repo, signal.run_id) if signal.run_id
+                      else self._active_run(tx, signal.repo, signal.number, by="either"))
+            if active is None:
+                target = signal.run_id or f"#{signal.number}"
+                decision, reason = "ignore", f"no active run for {target}"
+            else:
+                run_id = active
+                new = NewSignal(f"delivery:{delivery.id}", active, signal.kind,
+                                signal.author, signal.origin, signal.payload)
+                self._insert_signal(tx, new, at, status=SignalStatus.PENDING, reason=None)
+                run = _run_from_row(self._select_run(tx, active))
+                seq = self._allocate(tx, active, 1)
+                self._insert_events(tx, active, seq, run.lease_epoch, at, [NewEvent(
+                    EventType.SIGNAL_RECEIVED, step=run.step,
+                    data={"signal": new.id, "kind": new.kind.value, "author": new.author,
+                          "origin": new.origin, "delivery": delivery.id})])
+        tx.run(
+            "INSERT INTO deliveries (id, event, run_id, first_seen, action, decision, reason)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (delivery.id, delivery.event, run_id, at, delivery.action, decision, reason),
+        )
         return DeliveryOutcome(True, decision, reason, run_id)
 
     def delivery(self, delivery_id: str) -> DeliveryOutcome | None:
@@ -800,6 +811,53 @@ class SqlStore(ABC):
             (repo, *params, *_ENDS),
         )
         return None if row is None else row["id"]
+
+    # --- reads for people (the dashboard) ----------------------------------------------
+
+    def runs_page(
+        self, *, limit: int = 50, states: Collection[State] | None = None,
+        repos: Collection[str] | None = None, before: str | None = None,
+        after: str | None = None,
+    ) -> list[Run]:
+        where: list[str] = []
+        params: list[Any] = []
+        for column, values in (("state", None if states is None else
+                                [State(s).value for s in states]),
+                               ("repo", None if repos is None else list(repos))):
+            if values is None:
+                continue
+            if not values:
+                return []  # an empty filter matches nothing (never "everything")
+            where.append(f"{column} IN ({', '.join('?' for _ in values)})")
+            params += values
+        cursor, newer = (after, True) if after is not None else (before, False)
+        with self._read() as tx:
+            if cursor is not None:
+                if tx.one("SELECT 1 AS x FROM runs WHERE id = ?", (cursor,)) is None:
+                    raise UnknownRun(cursor)
+                # Keyset paging on (created_at, id): stable while new runs arrive on top.
+                where.append(f"(created_at, id) {'>' if newer else '<'}"
+                             " (SELECT created_at, id FROM runs WHERE id = ?)")
+                params.append(cursor)
+            clause = f" WHERE {' AND '.join(where)}" if where else ""
+            order = "ASC" if newer else "DESC"
+            rows = tx.all(
+                f"SELECT {RUN_COLUMNS} FROM runs{clause}"
+                f" ORDER BY created_at {order}, id {order} LIMIT ?",
+                (*params, limit),
+            )
+        runs = [_run_from_row(r) for r in rows]
+        return runs[::-1] if newer else runs
+
+    def repositories(self) -> dict[str, int]:
+        with self._read() as tx:
+            rows = tx.all("SELECT repo, COUNT(*) AS n FROM runs GROUP BY repo ORDER BY repo")
+        return {r["repo"]: int(r["n"]) for r in rows}
+
+    def run_marks(self) -> dict[str, RunMark]:
+        with self._read() as tx:
+            rows = tx.all("SELECT id, repo, last_seq, lease_owner FROM runs")
+        return {r["id"]: RunMark(r["repo"], int(r["last_seq"]), r["lease_owner"]) for r in rows}
 
     # --- internals -----------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 from runner.ledger.records import (
     Change,
     Checkpoint,
+    DeliveryIntake,
     DeliveryOutcome,
     Effect,
     EffectIntent,
@@ -19,6 +20,7 @@ from runner.ledger.records import (
     NewSignal,
     RecoveryStats,
     Run,
+    RunMark,
     Signal,
     SignalFor,
 )
@@ -150,11 +152,37 @@ class Store(Protocol):
         delivery id seen before changes nothing (``recorded`` False, with the first answer)."""
         ...
 
+    def accept_deliveries(self, intakes: Sequence[DeliveryIntake], *,
+                          now: float | None = None) -> list[DeliveryOutcome]:
+        """``accept_delivery`` for each, in order, all in ONE transaction (one commit for a
+        burst of deliveries); an id twice in one batch is a redelivery the second time."""
+        ...
+
     def delivery(self, delivery_id: str) -> DeliveryOutcome | None: ...
 
     def link_pull_request(self, lease: Lease, number: int, *,
                           now: float | None = None) -> None:
         """Remember the run's pull request number (commands on it then reach the run)."""
+        ...
+
+    # reads for people (the dashboard)
+    def runs_page(
+        self, *, limit: int = 50, states: Collection[State] | None = None,
+        repos: Collection[str] | None = None, before: str | None = None,
+        after: str | None = None,
+    ) -> list[Run]:
+        """One page of runs, newest first. ``states`` and ``repos`` (values of ``Run.repo``)
+        filter when given; an empty collection matches nothing. ``before`` (or ``after``)
+        names a run: the page holds the runs created just before (just after) it, in the same
+        order (``UnknownRun`` when it names no run)."""
+        ...
+
+    def repositories(self) -> dict[str, int]:
+        """Every repository (``Run.repo``) the ledger holds runs of, with how many."""
+        ...
+
+    def run_marks(self) -> dict[str, RunMark]:
+        """Every run's id with its ``RunMark``: one query, whatever the number of readers."""
         ...
 
     # housekeeping

@@ -1,0 +1,36 @@
+"""The dashboard's vocabulary: how a person acts on a run from its page (the buttons there).
+
+``runner.render.say_next_action`` asks it for the text that performs each action; resuming
+has no button (a worker or the reaper takes a runnable run up by itself), so it names the
+command that does it on the host.
+"""
+
+from __future__ import annotations
+
+from app.words import CLI_WORDS
+
+
+class WebWords:
+    def approve(self, run_id: str, spec_prefix: str) -> str:
+        return f"Approve spec {spec_prefix}" if spec_prefix else "Approve spec"
+
+    def request_changes(self, run_id: str) -> str:
+        return "Request changes"
+
+    def retry(self, run_id: str) -> str:
+        return "Retry"
+
+    def cancel(self, run_id: str) -> str:
+        return "Cancel run"
+
+    def resume(self, run_id: str) -> str:
+        return CLI_WORDS.resume(run_id)
+
+    def mention(self, author: str) -> str:
+        return author
+
+    def budget(self, run_id: str, amount: str) -> str:
+        return CLI_WORDS.budget(run_id, amount)
+
+
+WEB_WORDS = WebWords()

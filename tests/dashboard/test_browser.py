@@ -1,0 +1,133 @@
+"""The dashboard in a real browser (Debian's chromium driven by Playwright) against the real
+``ratchet`` CLI and ``ratchet serve``, with the scripted agent of the end-to-end tests.
+
+A run is created through the CLI and waits for approval; the list shows it; its page shows
+the timeline, the diagram and the effects; a second tab approves the spec; the first tab,
+never reloaded, follows the run to done and shows the verification results. Screenshots of
+both pages are saved under the test's tmp_path (their paths are printed).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.harness import Ratchet, make_target_repo
+
+pytestmark = pytest.mark.slow
+
+POLL = "0.2"  # seconds between the dashboard's polls of the ledger
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _serve(ratchet: Ratchet, port: int, log: Path) -> subprocess.Popen[bytes]:
+    """``ratchet serve`` on loopback (an open dashboard), its output in ``log``."""
+    ratchet.shared.mkdir(parents=True, exist_ok=True)
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port",
+             str(port)], cwd=ratchet.home.parent, stdout=out, stderr=subprocess.STDOUT,
+            env=ratchet.environ({"RATCHET_DASHBOARD_POLL_SECONDS": POLL}),
+            start_new_session=True)
+    deadline = time.monotonic() + 30
+    while True:
+        assert process.poll() is None, log.read_text()
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return process
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, f"ratchet serve did not start:\n{log.read_text()}"
+        time.sleep(0.1)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def test_list_run_page_live_update_and_approval_in_a_browser(browser, tmp_path):
+    from playwright.sync_api import expect
+
+    ratchet = Ratchet(home=tmp_path / "home", repo=make_target_repo(tmp_path / "repo"))
+    created = ratchet.create()
+    assert created.returncode == 0, created.stderr
+    run_id = ratchet.run_id()
+    port = _free_port()
+    server = _serve(ratchet, port, tmp_path / "serve.log")
+    url = f"http://127.0.0.1:{port}"
+    watcher = browser.new_page(viewport={"width": 1280, "height": 900})
+    approver = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        # The list shows the run the CLI created.
+        watcher.goto(f"{url}/")
+        row = watcher.locator(f'tr[data-run="{run_id}"]')
+        expect(row).to_contain_text("Add calc")
+        expect(row).to_contain_text("awaiting approval")
+        runs_png = tmp_path / "dashboard-runs.png"
+        watcher.screenshot(path=str(runs_png), full_page=True)
+
+        # Its page: the diagram at the approval, the timeline, the effects, the approve button.
+        row.get_by_role("link", name=run_id).click()
+        watcher.wait_for_url(f"{url}/runs/{run_id}")
+        expect(watcher.locator("body")).to_have_class("is-live")
+        expect(watcher.locator("svg.diagram g.current")).to_have_attribute(
+            "data-state", "awaiting_approval")
+        expect(watcher.locator('svg.diagram path.taken[data-edge="specify-awaiting_approval"]')
+               ).to_have_count(1)
+        expect(watcher.locator('#timeline tr[data-event="SPEC_CREATED"]')).to_have_count(1)
+        expect(watcher.locator("#effects")).to_contain_text("pull request (draft)")
+        expect(watcher.locator("#effects")).to_contain_text(f"{run_id}:specify.1:spec-check")
+        expect(watcher.locator("#approve")).to_be_visible()
+        spec = ratchet.status(run_id)["spec_sha256"]
+        expect(watcher.locator("#actions")).to_contain_text(spec)
+        watcher.evaluate("window.stillTheSamePage = true")
+
+        # A second tab approves the spec from the page.
+        approver.goto(f"{url}/runs/{run_id}")
+        approver.locator("#approve").click()
+        approver.wait_for_url(f"{url}/runs/{run_id}#signals")
+
+        # The first tab follows the run to done without being reloaded.
+        expect(watcher.locator("#run-state")).to_have_text("done", timeout=60_000)
+        assert watcher.evaluate("window.stillTheSamePage") is True
+        expect(watcher.locator("svg.diagram g.current")).to_have_attribute("data-state", "done")
+        expect(watcher.locator('svg.diagram path.taken[data-edge="repair-verify"]')
+               ).to_have_count(1)
+        expect(watcher.locator('#timeline tr[data-event="SPEC_APPROVED"]')).to_contain_text(
+            "approved by")
+        verification = watcher.locator("#verification")
+        expect(verification).to_contain_text("verify.2 success")
+        expect(verification).to_contain_text("verify.1 failure")
+        expect(verification.locator("tr.check-passed")).to_contain_text("unit")
+        expect(watcher.locator("#signals")).to_contain_text("accepted")
+        run_png = tmp_path / "dashboard-run.png"
+        watcher.screenshot(path=str(run_png), full_page=True)
+        print(f"\nscreenshots: {runs_png} {run_png}")
+    finally:
+        watcher.close()
+        approver.close()
+        _stop(server)
+
+    status = ratchet.status(run_id)
+    assert status["state"] == "done"
+    assert status["completed_steps"][-1] == "publish.1"
+    ratchet.assert_published_once(run_id)

@@ -1,0 +1,210 @@
+"""The pages through Starlette's TestClient on a real SQLite ledger, on an open (loopback)
+dashboard: what the list and a run's page show, that every value is escaped, the security
+headers, the logs and artifacts as stored, the JSON API and the actions' signals."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from starlette.testclient import TestClient
+
+from app.dashboard.security import CONTENT_SECURITY_POLICY
+from runner.ledger.records import NewRun
+from runner.names import SignalKind, SignalStatus
+from tests.dashboard.conftest import (
+    FAILING_LOG,
+    LOCAL_HOST,
+    SPEC,
+    T0,
+    WEB,
+    dashboard_app,
+    open_config,
+    tell_story,
+    waiting_run,
+)
+
+
+@pytest.fixture
+def woken() -> list[str]:
+    return []
+
+
+@pytest.fixture
+def client(store, woken):
+    app, _ = dashboard_app(store, open_config(operator="root"), wake=woken.append)
+    with TestClient(app, base_url=LOCAL_HOST) as test_client:
+        yield test_client
+
+
+def test_list_shows_runs_newest_first_with_filters_and_paging(store, client):
+    tell_story(store, run_id="r-story", at=T0)
+    waiting_run(store, "r-wait", repo=f"{WEB}/acme/widgets.git", at=T0 + 500)
+    for i in range(55):
+        store.create_run(NewRun(id=f"r-q{i:03d}", repo="/srv/other", title=f"queued {i}"),
+                         now=T0 + 1000 + i)
+    page = client.get("/")
+    assert page.status_code == 200
+    rows = re.findall(r'<tr data-run="([^"]+)">', page.text)
+    assert len(rows) == 50 and rows[0] == "r-q054"
+    assert "Older →" in page.text and "← Newer" not in page.text
+    older = client.get(re.search(r'href="([^"]+)" rel="next"', page.text).group(1).replace(
+        "&amp;", "&"))
+    second = re.findall(r'<tr data-run="([^"]+)">', older.text)
+    assert second == ["r-q004", "r-q003", "r-q002", "r-q001", "r-q000", "r-wait", "r-story"]
+    assert "← Newer" in older.text and "Older →" not in older.text
+
+    waiting = client.get("/", params={"state": "awaiting_approval"})
+    assert re.findall(r'<tr data-run="([^"]+)">', waiting.text) == ["r-wait"]
+    # A GitHub repository shows as owner/name, linked, with its issue; a local one as a path.
+    by_repo = client.get("/", params={"repo": f"{WEB}/acme/widgets.git"})
+    assert re.findall(r'<tr data-run="([^"]+)">', by_repo.text) == ["r-wait"]
+    assert f'<a href="{WEB}/acme/widgets">acme/widgets</a>' in by_repo.text
+    story_row = client.get("/", params={"repo": "/srv/calc"}).text
+    assert '<span class="path">/srv/calc</span>' in story_row and "#7" in story_row
+    # The story's cost: its agents' 70.5 s and its checks' 1.5 s.
+    assert "1m 12s" in story_row
+    assert client.get("/", params={"before": "nope"}).status_code == 400
+
+
+def test_run_page_shows_the_four_answers_diagram_timeline_and_evidence(store, client):
+    story = tell_story(store)
+    page = client.get(f"/runs/{story.run_id}")
+    assert page.status_code == 200
+    html = page.text
+    # The four answers at the top, before everything else.
+    status = html.index('id="status"')
+    assert status < html.index('id="workflow"') < html.index('id="timeline"')
+    assert "publish.1</code>" in html
+    assert "none: the run is done" in html
+    # The diagram: the current state, the path taken (verify twice, through repair).
+    assert re.search(r'class="node visited current" data-state="done"', html)
+    assert 'data-edge="verify-repair"' in html and 'data-edge="repair-verify"' in html
+    assert re.search(r'class="edge taken" data-edge="repair-verify"', html)
+    assert "\u00d72" in html  # verify, twice
+    # The timeline: the takeover and who took over, the reconciliation, lease epochs.
+    assert "takeover: host-b:202 took the run over from host-a:101" in html
+    assert "lease of host-a:101 (epoch 1) expired" in html
+    assert "reconciled: pull_request found already applied" in html
+    # Checkpoints with their verified hashes; effects with their keys and links.
+    assert html.count(">verified<") == 9
+    assert f'{story.run_id}:specify.1:pull-request' in html
+    assert f'href="{WEB}/acme/widgets/pull/12"' in html
+    # The spec with its hash and who approved it; verification per round, logs as stored.
+    assert "sha256 <code class=\"hash\">" in html and "approved by <strong>alice</strong>" in html
+    assert "verify.2</code> <span class=\"conclusion c-success\">success" in html
+    assert "verify.1</code> <span class=\"conclusion c-failure\">failure" in html
+    assert f'/runs/{story.run_id}/logs/{story.failing_log_sha}' in html
+    assert "Agent time</dt><dd>1m 10s" in html
+
+
+def test_every_value_is_escaped_and_pages_carry_no_inline_code(store, client):
+    story = tell_story(store)
+    client.get(f"/runs/{story.run_id}/logs/{story.failing_log_sha}")
+    for path in ("/", f"/runs/{story.run_id}"):
+        html = client.get(path).text
+        assert "<script>alert" not in html
+        assert "Add calc &lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; more" in html
+        # Scripts only from this site, no inline handlers or styles (the CSP forbids them).
+        assert re.findall(r"<script[^>]*>", html) == ['<script src="/static/live.js" defer>']
+        assert not re.search(r"\son[a-z]+=", html) and " style=" not in html
+
+
+def test_security_headers_on_every_page(store, client):
+    story = tell_story(store)
+    for path in ("/", f"/runs/{story.run_id}", "/api/runs", "/login", "/runs/missing"):
+        headers = client.get(path, follow_redirects=False).headers
+        assert headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+        assert "frame-ancestors 'none'" in headers["content-security-policy"]
+        assert "'unsafe-inline'" not in headers["content-security-policy"]
+        assert headers["x-frame-options"] == "DENY"
+        assert headers["x-content-type-options"] == "nosniff"
+        assert headers["cache-control"] == "no-store"
+    assert "no-store" not in client.get("/static/dashboard.css").headers.get("cache-control",
+                                                                              "")
+
+
+def test_logs_and_artifacts_are_served_as_stored_plain_text(store, client):
+    story = tell_story(store)
+    log = client.get(f"/runs/{story.run_id}/logs/{story.failing_log_sha}")
+    assert log.status_code == 200 and log.content == FAILING_LOG
+    assert log.headers["content-type"] == "text/plain; charset=utf-8"
+    # Only this run's check logs: not another blob, even one of this run.
+    spec_sha = store.artifacts(story.run_id)["spec.md"]
+    assert client.get(f"/runs/{story.run_id}/logs/{spec_sha}").status_code == 404
+    spec = client.get(f"/runs/{story.run_id}/artifacts/spec.md")
+    assert spec.content == SPEC and spec.headers["content-type"].startswith("text/plain")
+    assert client.get(f"/runs/{story.run_id}/artifacts/nope.md").status_code == 404
+    page = client.get(f"/runs/{story.run_id}").text
+    # The latest round's logs and earlier failures are shown inline, escaped.
+    assert "Ran 1 test" in page and "&lt;b&gt;bold?&lt;/b&gt;" in page
+    assert "<b>bold?</b>" not in page
+
+
+def test_unknown_run_is_404_and_the_api_answers_json(store, client):
+    story = tell_story(store)
+    assert client.get("/runs/r-nope").status_code == 404
+    assert client.get("/api/runs/r-nope").json() == {"error": "no run r-nope that you can see"}
+    runs = client.get("/api/runs").json()
+    assert [r["run_id"] for r in runs] == [story.run_id] and runs[0]["state"] == "done"
+    assert client.get("/api/runs?limit=x").status_code == 400
+    status = client.get(f"/api/runs/{story.run_id}").json()["status"]
+    assert status["completed_steps"][-1] == "publish.1"
+    assert status["next_action"]["kind"] == "none_done"
+
+
+def test_open_dashboard_answers_loopback_names_only(store):
+    app, _ = dashboard_app(store, open_config())
+    # A page elsewhere resolving its own name to 127.0.0.1 (DNS rebinding) is refused.
+    with TestClient(app, base_url="http://attacker.example:8000") as elsewhere:
+        assert elsewhere.get("/").status_code == 403
+        assert elsewhere.get("/api/runs").status_code == 403
+        assert elsewhere.get("/healthz").status_code == 200  # not the dashboard's
+    with TestClient(app, base_url="http://localhost:8000") as local:
+        assert local.get("/").status_code == 200
+
+
+def test_approve_from_the_page_records_a_signal_and_wakes_the_run(store, client, woken):
+    spec_sha = waiting_run(store, "r-wait")
+    page = client.get("/runs/r-wait").text
+    assert f"Approve spec {spec_sha[:12]}" in page
+    form = _form(page, "approve")
+    sent = client.post("/runs/r-wait/approve", data=form, follow_redirects=False,
+                       headers={"Origin": LOCAL_HOST})
+    assert sent.status_code == 303 and sent.headers["location"] == "/runs/r-wait#signals"
+    # The same form sent again (a double click) is the same signal.
+    client.post("/runs/r-wait/approve", data=form, headers={"Origin": LOCAL_HOST})
+    [signal] = store.signals("r-wait")
+    assert (signal.kind, signal.author, signal.origin) == (SignalKind.APPROVE, "root", "local")
+    assert signal.payload == {"hash": spec_sha} and signal.status is SignalStatus.PENDING
+    assert woken == ["r-wait", "r-wait"]
+    assert "Waiting to be answered: approve by root" in client.get("/runs/r-wait").text
+
+    changes = _form(client.get("/runs/r-wait").text, "request-changes")
+    empty = client.post("/runs/r-wait/request-changes", data={**changes, "message": "  "})
+    assert empty.status_code == 400 and len(store.signals("r-wait")) == 1
+    client.post("/runs/r-wait/request-changes", data={**changes, "message": "Cover <0"})
+    assert store.signals("r-wait")[-1].payload == {"message": "Cover <0"}
+
+
+def test_a_post_from_another_site_is_refused(store, client):
+    waiting_run(store, "r-wait")
+    form = _form(client.get("/runs/r-wait").text, "approve")
+    evil = client.post("/runs/r-wait/approve", data=form,
+                       headers={"Origin": "https://evil.example"})
+    assert evil.status_code == 403
+    fetched = client.post("/runs/r-wait/approve", data=form,
+                          headers={"Sec-Fetch-Site": "cross-site"})
+    assert fetched.status_code == 403
+    forged = client.post("/runs/r-wait/approve", data={**form, "csrf_token": "guess"})
+    assert forged.status_code == 403
+    assert store.signals("r-wait") == []
+
+
+def _form(html: str, action: str) -> dict[str, str]:
+    """The hidden fields of the form that posts to ``.../<action>``."""
+    found = re.search(rf'<form method="post" action="[^"]*/{action}" class="action">(.*?)</form>',
+                      html, re.S)
+    assert found, f"no {action} form on the page"
+    return dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">',
+                           found.group(1)))
