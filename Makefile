@@ -39,6 +39,7 @@ run: $(VENV)/.installed system-deps
 test: $(VENV)/.installed-dev system-deps browser-deps
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/python tests/action/lint_action.py  # actionlint: action.yml, docs/actions/*.yml
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-dev

@@ -129,6 +129,13 @@ def build_parser() -> argparse.ArgumentParser:
         needs_ledger=False,
     )
 
+    from app.action.cli import configure_parser as configure_action
+    from app.action.cli import run_action
+
+    action = sub.add_parser("action", help="inside a GitHub Actions job (action.yml runs it)")
+    configure_action(action)
+    action.set_defaults(handler=run_action)
+
     worker = sub.add_parser("worker", help="a Dramatiq worker on RATCHET_BROKER_URL")
     worker.add_argument("--processes", type=int, default=1)
     worker.add_argument("--threads", type=int, default=4)

@@ -105,7 +105,7 @@ def run_verify(args: argparse.Namespace, sandbox: Sandbox) -> int:
         changed = changed_files(repo, base, head)
         tree: Tree = GitRevisionTree(repo, head) if head else GitTree(repo)
         start = GitRevisionTree(repo, merge_base(repo, base, head))
-        config = _read_config(repo, head)
+        config = read_config(repo, head)
         result = plan_change(changed, tree, config.verify, base=start)
     except (ChangesError, ConfigError, TreeError, GitError) as exc:
         return _error(exc)
@@ -127,10 +127,10 @@ def run_verify(args: argparse.Namespace, sandbox: Sandbox) -> int:
         return planned_status
 
     try:
-        results, root = _run_checks(repo, head, plan, config, sandbox)
+        results, root = run_checks(repo, head, plan, config, sandbox)
         bundle = build_bundle(plan, results, diff_stat=diff_stat(repo, base, head), root=root)
         if args.bundle is not None:
-            bundle = _write_bundle(args.bundle, bundle)
+            bundle = write_bundle(args.bundle, bundle)
     except (ChangesError, GitError, SandboxUnavailable, OSError) as exc:
         return _error(exc)
     if args.json:
@@ -145,7 +145,7 @@ def run_verify(args: argparse.Namespace, sandbox: Sandbox) -> int:
     return EXIT_PASSED if bundle.conclusion == "success" else EXIT_FAILED
 
 
-def _run_checks(repo: Git, head: str | None, plan: Plan, config: RepositoryConfig,
+def run_checks(repo: Git, head: str | None, plan: Plan, config: RepositoryConfig,
                 sandbox: Sandbox) -> tuple[list[CheckResult], str]:
     """Run the plan's checks in the working tree, or in a temporary worktree of `head`; return
     the results and the folder they ran in (tools print absolute paths beneath it).
@@ -212,7 +212,7 @@ def _progress(message: str) -> None:
     print(f"ratchet verify: {message}", file=sys.stderr, flush=True)
 
 
-def _read_config(repo: Git, head: str | None) -> RepositoryConfig:
+def read_config(repo: Git, head: str | None) -> RepositoryConfig:
     """The repository config at commit `head`, or in the working tree when `head` is None.
 
     A missing file gives the defaults. Read as bytes, not through `Tree.read_text` (None for a
@@ -288,7 +288,7 @@ def _result_json(bundle: EvidenceBundle) -> dict[str, Any]:
     }
 
 
-def _write_bundle(folder: Path, bundle: EvidenceBundle) -> EvidenceBundle:
+def write_bundle(folder: Path, bundle: EvidenceBundle) -> EvidenceBundle:
     """Write the bundle's files; return it with the written logs' hashes as artifacts."""
     folder.mkdir(parents=True, exist_ok=True)
     artifacts: dict[str, str] = {}

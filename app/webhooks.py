@@ -96,7 +96,7 @@ class WebhookReceiver:
         except (BadRequest, ValueError) as exc:
             return _answer(400, f"the body is not a JSON delivery: {exc}")
         try:
-            outcome = await asyncio.wrap_future(self.writer.record(self._intake(event)))
+            outcome = await asyncio.wrap_future(self.writer.record(self.intake(event)))
         except LedgerUnavailable as exc:
             log.warning("delivery %r: ledger unavailable: %s", event.delivery_id, exc)
             return _answer(503, "the ledger is unavailable; GitHub may redeliver")
@@ -115,7 +115,13 @@ class WebhookReceiver:
             status_code=202 if acted else 200,
         )
 
-    def _intake(self, event: Event) -> DeliveryIntake:
+    def record(self, event: Event) -> DeliveryOutcome:
+        """Record one delivery now, in its own transaction (a caller with one event, such as
+        an Actions job, whose payload the runner vouches for)."""
+        [outcome] = self.store.accept_deliveries([self.intake(event)])
+        return outcome
+
+    def intake(self, event: Event) -> DeliveryIntake:
         """Decide (pure) what the delivery would cause; the ledger has the last word."""
         data = event.data if isinstance(event.data, dict) else {}
         action = data.get("action") if isinstance(data.get("action"), str) else None

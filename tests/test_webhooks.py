@@ -7,7 +7,6 @@ Signed with HMAC-SHA256 exactly as GitHub signs; every payload GitHub documents 
 from __future__ import annotations
 
 import copy
-import gzip
 import hashlib
 import hmac
 import json
@@ -26,10 +25,10 @@ from github.routing import Ignore, RouteSettings, Signal, route
 from runner.ledger import open_store
 from runner.ledger.store import Store
 from runner.names import SignalKind, SignalStatus
+from tests.webhook_examples import documented
 
 SECRET = "webhook-secret-for-tests"
 APP_ID = 4242
-EXAMPLES = Path(__file__).parent / "data" / "github-webhook-examples.json.gz"
 ROUTING = RouteSettings(app_id=APP_ID, bot_login="ratchet[bot]",
                         trigger_labels=frozenset({"ratchet"}))
 REPO = {
@@ -277,15 +276,9 @@ def test_without_a_secret_every_delivery_is_refused_unless_insecure(tmp_path: Pa
     store.close()
 
 
-def documented_payloads() -> list[tuple[str, dict[str, Any]]]:
-    with gzip.open(EXAMPLES) as packed:
-        events = json.loads(packed.read())
-    return [(event["name"], example) for event in events for example in event["examples"]]
-
-
 def test_every_documented_payload_gets_200_or_202_never_a_server_error(
         deliveries: Deliveries) -> None:
-    payloads = documented_payloads()
+    payloads = documented()
     assert len(payloads) > 300
     answers = {}
     for index, (event, example) in enumerate(payloads):

@@ -106,7 +106,7 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
     check = inp.effect(EffectKind.CHECK_RUN, "verify-check", {
         "run": run.id, "name": VERIFY_CHECK, "head_sha": commit,
         "external_id": f"{run.id}:{VERIFY_CHECK}:{commit}", "conclusion": bundle.conclusion,
-        "output": _check_run_output(bundle),
+        "output": check_run_output(bundle),
     })
     record = {
         "tree": tree, "patch": inp.patch_sha, "commit": commit,
@@ -173,7 +173,7 @@ def _verification_events(
                  for event_type, keys in groups if keys)
 
 
-def _check_run_output(bundle: EvidenceBundle) -> dict[str, Any]:
+def check_run_output(bundle: EvidenceBundle) -> dict[str, Any]:
     """The evidence as a check run shows it (summary within its limit, annotations batched)."""
     rendered = render_check_run(bundle)
     return {"title": rendered.title, "summary": rendered.summary, "text": rendered.text,

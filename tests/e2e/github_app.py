@@ -14,7 +14,6 @@ made are those of any other actor.
 from __future__ import annotations
 
 import copy
-import gzip
 import hashlib
 import hmac
 import json
@@ -29,7 +28,6 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +38,9 @@ from tests.fakes.fakegithub import FakeGitHub
 from tests.fakes.fakegithub.recording import Call
 from tests.github.githttp import GitHttpServer
 from tests.gitrepo import git
+from tests.webhook_examples import example
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "tests" / "data" / "github-webhook-examples.json.gz"
 APP_ID = 4242
 SLUG = "ratchet"
 BOT = f"{SLUG}[bot]"
@@ -62,22 +60,6 @@ MUTATIONS = (
     ("POST", "/repos/{owner}/{repo}/check-runs"),
     ("POST", "/graphql"),
 )
-
-
-@cache
-def _examples() -> dict[tuple[str, str | None], dict[str, Any]]:
-    with gzip.open(EXAMPLES) as packed:
-        events = json.loads(packed.read())
-    found: dict[tuple[str, str | None], dict[str, Any]] = {}
-    for event in events:
-        for example in event["examples"]:
-            found.setdefault((event["name"], example.get("action")), example)
-    return found
-
-
-def example(event: str, action: str) -> dict[str, Any]:
-    """GitHub's documented payload of ``event.action`` (a fresh copy to fill in)."""
-    return copy.deepcopy(_examples()[(event, action)])
 
 
 def sign(body: bytes, secret: str = SECRET) -> str:

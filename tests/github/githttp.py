@@ -85,7 +85,12 @@ class _Handler(BaseHTTPRequestHandler):
         result = subprocess.run(
             ["git", "http-backend"], input=body, env=env, capture_output=True, check=False
         )
-        head, _, payload = result.stdout.replace(b"\r\n", b"\n").partition(b"\n\n")
+        # CGI headers end at the first blank line (CRLF or LF); the body is binary, untouched.
+        crlf, lf = result.stdout.find(b"\r\n\r\n"), result.stdout.find(b"\n\n")
+        if crlf != -1 and (lf == -1 or crlf < lf):
+            head, payload = result.stdout[:crlf].replace(b"\r\n", b"\n"), result.stdout[crlf + 4:]
+        else:
+            head, _, payload = result.stdout.partition(b"\n\n")
         status, headers = 200, []
         for line in head.decode().splitlines():
             name, _, value = line.partition(":")

@@ -1,0 +1,96 @@
+"""The engine of a run-mode job: the App's GitHub parts, authenticated with the job's token.
+
+The same executors as ``app/github.py``'s ``GitHubRuns`` (idempotent comments, replies,
+reactions, pushes, pull requests, check runs), the same authorizer (the collaborator permission
+API) and git's credential helper, but with a plain token (``TokenCredentials``: no App, every
+call's installation is ``None``). Every run in a job's ledger came from this repository on
+GitHub, so there is no local sink here.
+
+Agents and checks get the job's environment without the token or the runner's credentials
+(``env.scrub_environment`` ran before), and everything persisted or sent is redacted of them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from app.github import bot_login
+from app.settings import Settings, child_environment
+from github.client import GitHubClient
+from github.credentials import TokenCredentials
+from github.effects import GitHubExecutor
+from github.gitauth import git_credentials
+from github.permissions import GitHubAuthorizer
+from github.repository import RepoTarget
+from github.words import GITHUB_WORDS
+from runner.engine import Engine
+from runner.ledger.records import Run
+from runner.ledger.store import Store
+from runner.redact import SECRET_NAME, Redactor
+from runner.session import OnChange
+from runner.workspace import RemoteAccess, Workspaces
+
+# The author of everything an Actions GITHUB_TOKEN writes on GitHub.
+ACTIONS_BOT = "github-actions[bot]"
+
+
+@dataclass(frozen=True)
+class JobGitHub:
+    """This job's repository on GitHub and the token it acts with."""
+
+    owner: str
+    repo: str
+    clone_url: str
+    token: str
+    api_url: str
+    graphql_url: str | None
+    details_url: str  # this workflow run's page
+
+    @property
+    def target(self) -> RepoTarget:
+        return RepoTarget(self.owner, self.repo, None)
+
+    def client(self, settings: Settings) -> GitHubClient:
+        credentials = TokenCredentials.from_values(token=self.token, api_url=self.api_url,
+                                                   graphql_url=self.graphql_url)
+        return GitHubClient(credentials, mutation_interval=settings.github_mutation_interval)
+
+    def access(self) -> RemoteAccess:
+        config, env = git_credentials(self.token, remote_url=self.clone_url)
+        return RemoteAccess(config, env)
+
+
+def job_bot_login(settings: Settings) -> str:
+    """Who the job's token writes as: an App's bot when ``RATCHET_GITHUB_APP_SLUG`` names the
+    App whose token was given, else the Actions bot."""
+    return bot_login(settings) or ACTIONS_BOT
+
+
+def job_engine(store: Store, settings: Settings, github: JobGitHub, client: GitHubClient, *,
+               secrets: list[str], on_change: OnChange) -> Engine:
+    """The engine for runs kept in this job's ledger (see the module docstring)."""
+    engine_settings = replace(
+        settings.engine_settings(),
+        child_env=child_environment(os.environ),
+        # The environment's secret-named values (an agent's API key) and the job's token.
+        redact=Redactor([*secrets, github.token, *(
+            v for k, v in os.environ.items() if SECRET_NAME.search(k))]),
+    )
+    workspaces = Workspaces(engine_settings.home / "work")
+    login = job_bot_login(settings)
+    authorizer = GitHubAuthorizer(client, locate=lambda run: github.target, bot_login=login,
+                                  allowed_bots=settings.allowed_bot_logins)
+
+    def executor_for(run: Run, worktree: Path | None) -> GitHubExecutor:
+        return GitHubExecutor(
+            client, owner=github.owner, repo=github.repo, installation=None,
+            issue=run.issue or run.pr or 0, workspaces=workspaces, worktree=worktree,
+            words=GITHUB_WORDS, ledger=lambda: store.effects(run.id),
+            details_url=github.details_url, bot_login=login,
+        )
+
+    return Engine(store, engine_settings, executor_for=executor_for, workspaces=workspaces,
+                  on_change=on_change, authorizer=authorizer,
+                  access_for=lambda run: github.access())

@@ -1,0 +1,240 @@
+"""Verify mode: the verification plan of a pull request, push, merge group or dispatched head,
+with its evidence where a reviewer looks.
+
+The plan and its execution are ``ratchet verify``'s (``app/verify_cli.py``): changed files
+from ``base...head``, the repository config at the head (or the ``config`` input), checks in the
+sandbox in a temporary worktree of the head. The evidence goes to:
+
+- the step summary (plan, per-check status and time, failing checks with their log tails);
+- annotations as workflow commands, errors first (the runner shows 10 per level and step);
+- the bundle folder (plan.json, result.json, logs, summary.md) for ``actions/upload-artifact``;
+- one ``ratchet/verify`` check run per head, upserted by ``external_id``, when the token may
+  create one. A fork's ``pull_request`` gets a read-only token: no check run call is made and
+  the summary says why. A token refused by GitHub (no ``checks: write``) is said there too.
+
+Exit status as ``ratchet verify``: 0 verified, 1 a check did not pass, 2 a usage or
+configuration error (also an annotation naming the file and line), 3 nothing verifies the
+change (conclusion ``neutral``).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.action.commands import SHOWN_PER_LEVEL, Runner, most_important_first
+from app.action.env import ActionEnv, ActionError
+from app.action.events import Revisions, read_payload, revisions_for
+from app.settings import Settings
+from app.verify_cli import (
+    EXIT_FAILED,
+    EXIT_PASSED,
+    EXIT_UNVERIFIED,
+    EXIT_USAGE,
+    read_config,
+    run_checks,
+    write_bundle,
+)
+from github.checkruns import CheckRuns
+from github.client import GitHubClient
+from github.credentials import TokenCredentials
+from github.errors import Forbidden, GitHubFailure, GitHubSettingsError
+from github.ledgerview import ConfirmedEffects
+from github.repository import RepoAPI, RepoTarget
+from github.words import GITHUB_WORDS
+from runner.effects import EffectRequest
+from runner.names import EffectKind
+from runner.sandbox import SandboxUnavailable
+from runner.steps.review import VERIFY_CHECK
+from runner.steps.verify import check_run_output
+from verification.changes import (
+    ChangesError,
+    changed_files,
+    default_base,
+    diff_stat,
+    merge_base,
+    open_repository,
+    resolve_revision,
+)
+from verification.config import (
+    MAX_CONFIG_BYTES,
+    ConfigError,
+    RepositoryConfig,
+    parse_repository_config,
+)
+from verification.evidence import (
+    EvidenceBundle,
+    build_bundle,
+    render_markdown,
+    render_workflow_commands,
+)
+from verification.files import UnsafePath, read_beneath
+from verification.git import Git, GitError
+from verification.plan import plan_change
+from verification.tree import GitRevisionTree, TreeError
+
+log = logging.getLogger(__name__)
+
+EXIT_BY_CONCLUSION = {"success": EXIT_PASSED, "failure": EXIT_FAILED, "neutral": EXIT_UNVERIFIED}
+# The check run's external_id names the head: one check run per head, whatever the attempts.
+EXTERNAL_ID = "ratchet-action:" + VERIFY_CHECK + ":{head}"
+FETCH_HINT = ("the checkout lacks it: check out with `actions/checkout` and `fetch-depth: 0`"
+              " (or give the `base` and `head` inputs)")
+
+
+@dataclass(frozen=True)
+class CheckRunNote:
+    """What became of the check run: its URL, or why there is none."""
+
+    url: str | None = None
+    why_not: str | None = None
+
+
+def verify_job(env: ActionEnv, settings: Settings, runner: Runner) -> int:
+    """Run verify mode (see the module docstring); returns the exit status."""
+    runner.set_output("run-id", "")
+    runner.set_output("state", "")
+    try:
+        revisions = revisions_for(env.event_name, read_payload(env.event_path), env.inputs,
+                                  sha=env.sha)
+        bundle, head = _verify(env, settings, revisions)
+    except ConfigError as exc:
+        return _usage_error(runner, str(exc), file=exc.path, line=exc.line)
+    except (ActionError, ChangesError, TreeError, GitError, SandboxUnavailable, OSError) as exc:
+        return _usage_error(runner, " ".join(str(exc).split()))
+    note = _publish_check_run(env, settings, bundle, head, revisions)
+    commands = most_important_first(_workflow_commands(bundle))
+    shown = _first_per_level(commands)
+    for line in shown:
+        runner.command(line)
+    runner.summary(_summary(bundle, note, hidden=len(commands) - len(shown)))
+    runner.set_output("conclusion", bundle.conclusion)
+    runner.set_output("plan-hash", bundle.plan.sha256)
+    runner.set_output("bundle", str(_bundle_dir(env)))
+    return EXIT_BY_CONCLUSION[bundle.conclusion]
+
+
+def _verify(env: ActionEnv, settings: Settings,
+            revisions: Revisions) -> tuple[EvidenceBundle, str]:
+    repo = open_repository(env.workspace)
+    base = _resolve(repo, revisions.base) if revisions.base else default_base(repo)
+    head = _resolve(repo, revisions.head or "HEAD")
+    changed = changed_files(repo, base, head)
+    start = GitRevisionTree(repo, merge_base(repo, base, head))
+    config = _config(env, repo, head)
+    plan = plan_change(changed, GitRevisionTree(repo, head), config.verify, base=start).plan
+    log.info("verify %s...%s: %d changed files, %d checks (plan %s)", base[:12], head[:12],
+             len(changed), len(plan.checks), plan.sha256[:12])
+    results, root = run_checks(repo, head, plan, config, settings.sandbox_policy())
+    bundle = build_bundle(plan, results, diff_stat=diff_stat(repo, base, head), root=root)
+    folder = _bundle_dir(env)
+    shutil.rmtree(folder, ignore_errors=True)
+    return write_bundle(folder, bundle), head
+
+
+def _resolve(repo: Git, revision: str) -> str:
+    try:
+        return resolve_revision(repo, revision)
+    except ChangesError as exc:
+        raise ActionError(f"{exc}; {FETCH_HINT}") from None
+
+
+def _config(env: ActionEnv, repo: Git, head: str) -> RepositoryConfig:
+    """The ``config`` input's file in the workspace, else ``.github/ratchet.yml`` at the head."""
+    name = env.inputs.config
+    if not name:
+        return read_config(repo, head)
+    try:
+        data = read_beneath(env.workspace, name, limit=MAX_CONFIG_BYTES)
+    except UnsafePath as exc:
+        raise ActionError(f"the config input names {name!r}, which cannot be read in the"
+                          f" workspace ({exc}); give a path relative to the repository root"
+                          ) from None
+    return parse_repository_config(data, path=name)
+
+
+def _bundle_dir(env: ActionEnv) -> Path:
+    return env.work_dir / "bundle"
+
+
+def _publish_check_run(env: ActionEnv, settings: Settings, bundle: EvidenceBundle, head: str,
+                       revisions: Revisions) -> CheckRunNote:
+    """Create or update the head's ``ratchet/verify`` check run, or say why not."""
+    token = env.inputs.token
+    if revisions.read_only_token:
+        return CheckRunNote(why_not=(
+            "this pull request comes from a fork, and GitHub gives its workflows a read-only"
+            " token: no check run was created. The evidence is this summary, the annotations"
+            " and the bundle."))
+    if not token:
+        return CheckRunNote(why_not="no `github-token` was given: no check run was created.")
+    try:
+        credentials = TokenCredentials.from_values(token=token, api_url=env.api_url,
+                                                   graphql_url=env.graphql_url)
+    except GitHubSettingsError as exc:
+        return CheckRunNote(why_not=f"no check run was created: {exc}.")
+    client = GitHubClient(credentials, mutation_interval=settings.github_mutation_interval)
+    checks = CheckRuns(RepoAPI(client, RepoTarget(env.owner, env.repo, None)), GITHUB_WORDS,
+                       history=ConfirmedEffects(lambda: ()), details_url=env.run_url)
+    step = f"verify.{env.run_attempt}"
+    request = EffectRequest(
+        f"action-{env.run_id}:{step}:verify-check", f"action-{env.run_id}", step,
+        EffectKind.CHECK_RUN, {
+            "run": f"action-{env.run_id}", "name": VERIFY_CHECK, "head_sha": head,
+            "external_id": EXTERNAL_ID.format(head=head), "conclusion": bundle.conclusion,
+            "output": check_run_output(bundle),
+        })
+    try:
+        found = checks.find(request) or checks.apply(request)
+    except Forbidden:
+        return CheckRunNote(why_not=(
+            "the token may not create check runs: give the job `permissions: checks: write`"
+            " to get a `ratchet/verify` check run on the head."))
+    except GitHubFailure as exc:
+        log.warning("the check run could not be written: %s", exc)
+        return CheckRunNote(why_not=f"the check run could not be written ({exc}).")
+    return CheckRunNote(url=found.get("url"))
+
+
+def _workflow_commands(bundle: EvidenceBundle) -> list[str]:
+    commands = render_workflow_commands(bundle)
+    if bundle.conclusion == "neutral":
+        commands.append(f"::warning title=Ratchet::{bundle.reason}: add a check that covers the"
+                        " changed files, or list them in verify.ignore")
+    return commands
+
+
+def _first_per_level(commands: list[str]) -> list[str]:
+    """The commands the runner will show: the first ``SHOWN_PER_LEVEL`` of each level."""
+    seen: dict[str, int] = {}
+    shown = []
+    for line in commands:
+        level = line.split(" ", 1)[0].split("::")[1]
+        seen[level] = seen.get(level, 0) + 1
+        if seen[level] <= SHOWN_PER_LEVEL:
+            shown.append(line)
+    return shown
+
+
+def _summary(bundle: EvidenceBundle, note: CheckRunNote, *, hidden: int) -> str:
+    lines = [render_markdown(bundle).rstrip(), ""]
+    if note.url:
+        lines.append(f"Check run: [{VERIFY_CHECK}]({note.url}).")
+    elif note.why_not:
+        lines.append(f"**No check run:** {note.why_not}")
+    if hidden:
+        lines.append(f"\n{hidden} more annotations are in the check run and the bundle's"
+                     " result.json (the runner shows 10 per level).")
+    return "\n".join(lines) + "\n"
+
+
+def _usage_error(runner: Runner, message: str, *, file: str | None = None,
+                 line: int | None = None) -> int:
+    runner.annotate("error", message, file=file, line=line, title="Ratchet")
+    runner.summary(f"## Ratchet verification: not run\n\n{message}\n")
+    runner.set_output("conclusion", "error")
+    runner.set_output("plan-hash", "")
+    runner.set_output("bundle", "")
+    return EXIT_USAGE

@@ -1,0 +1,176 @@
+"""Verify mode through ``action.yml``, on a ``pull_request`` event, against the fake GitHub.
+
+Passing and failing plans give the right exit status, outputs, step summary, annotations and
+one ``ratchet/verify`` check run per head (a re-run updates it); a fork's pull request, whose
+token is read-only, still gets the summary and annotations and makes no check run call; a bad
+repository config is an error annotation naming the file and line. The token never shows in
+the job's output or summary.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.action.conftest import (
+    JOB_TOKEN,
+    OWNER,
+    READ_ONLY_TOKEN,
+    REPO,
+    WRITER,
+    Scene,
+    example,
+)
+from tests.gitrepo import commit_all, git, write_files
+
+CONFIG = "verify:\n  checks:\n    - {id: unit, kind: test, run: 'python3 -m unittest -q'}\n"
+CALC = "def add(a, b):\n    return a + b\n"
+TEST = ("import unittest\n\nimport calc\n\n\nclass AddTest(unittest.TestCase):\n"
+        "    def test_add(self):\n        self.assertEqual(calc.add(2, 3), 5)\n")
+BUGGY = "def add(a, b):\n    return a - b\n"
+
+
+@pytest.fixture
+def scene(open_scene: Any) -> Scene:
+    return open_scene({".github/ratchet.yml": CONFIG, "README.md": "# widgets\n",
+                       "calc.py": CALC, "test_calc.py": TEST})
+
+
+def pull_request(scene: Scene, files: dict[str, str], *, fork: bool = False
+                 ) -> tuple[dict[str, Any], Path, str]:
+    """A pull request changing ``files`` (branch ``feature``), its ``pull_request.opened``
+    payload, and the job's workspace as ``actions/checkout`` with ``fetch-depth: 0`` leaves it."""
+    work = scene.root / "author"
+    git(scene.root, "clone", "--quiet", scene.bare.as_uri(), str(work))
+    git(work, "checkout", "--quiet", "-b", "feature")
+    write_files(work, files)
+    head = commit_all(work, "change calc")
+    git(work, "push", "--quiet", "origin", "feature")
+    number = scene.fake.create_pull(OWNER, REPO, head="feature", base="main",
+                                    title="Change calc", author=WRITER)
+    payload = scene.common(example("pull_request", "opened"), WRITER)
+    payload["number"] = number
+    payload["pull_request"] = scene.read(f"/repos/{OWNER}/{REPO}/pulls/{number}")
+    if fork:
+        payload["pull_request"]["head"]["repo"]["full_name"] = "mallory/widgets"
+    workspace = scene.root / "checkout"
+    git(scene.root, "clone", "--quiet", scene.bare.as_uri(), str(workspace))
+    git(workspace, "checkout", "--quiet", "--detach", head)
+    return payload, workspace, head
+
+
+def check_calls(scene: Scene) -> list[str]:
+    return [f"{c.method} {c.path}" for c in scene.fake.calls() if "check-runs" in c.path]
+
+
+def assert_no_secret(result: Any, *tokens: str) -> None:
+    for token in tokens:
+        for text in (result.stdout, result.stderr, result.summary, json.dumps(result.outputs)):
+            assert token not in text
+
+
+def test_a_passing_pull_request_gets_a_summary_outputs_and_one_check_run(scene: Scene) -> None:
+    payload, workspace, head = pull_request(scene, {"calc.py": CALC + "\n# steady\n"})
+    job = scene.job("pull_request", payload, workspace=workspace)
+    result = scene.run(job, mode="verify")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.outputs["conclusion"] == "success"
+    assert re.fullmatch(r"[0-9a-f]{64}", result.outputs["plan-hash"])
+    bundle = Path(result.outputs["bundle"])
+    assert json.loads((bundle / "result.json").read_text())["conclusion"] == "success"
+    assert (bundle / "plan.json").is_file() and (bundle / "summary.md").is_file()
+    assert result.outputs["run-id"] == "" and result.outputs["state"] == ""
+    assert "## Ratchet verification: All 1 checks passed" in result.summary
+    assert "`unit`" in result.summary and "passed" in result.summary
+    assert result.annotations == []
+
+    [check] = scene.fake.check_runs(OWNER, REPO, head)
+    assert (check.name, check.conclusion, check.status) == ("ratchet/verify", "success",
+                                                           "completed")
+    assert check.external_id == f"ratchet-action:ratchet/verify:{head}"
+    assert check.app.slug == "github-actions"
+    assert "Check run: [ratchet/verify]" in result.summary
+
+    # "Re-run all jobs": the same head keeps one check run, updated in place.
+    again = scene.run(scene.job("pull_request", payload, workspace=workspace,
+                                run_id=job.run_id, attempt=2), mode="verify")
+    assert again.exit_code == 0
+    assert len(scene.fake.check_runs(OWNER, REPO, head)) == 1
+    assert_no_secret(result, JOB_TOKEN)
+    assert_no_secret(again, JOB_TOKEN)
+    scene.fake.assert_clean()
+
+
+def test_a_failing_pull_request_fails_with_annotations_and_a_failed_check_run(
+        scene: Scene) -> None:
+    payload, workspace, head = pull_request(scene, {"calc.py": BUGGY})
+    result = scene.run(scene.job("pull_request", payload, workspace=workspace), mode="verify")
+
+    assert result.exit_code == 1, result.stderr
+    assert result.outputs["conclusion"] == "failure"
+    assert "1 of 1 checks did not pass" in result.summary
+    assert "AssertionError" in result.summary  # the failing check's log tail
+    errors = result.annotations_at("error")
+    assert errors, result.stdout
+    assert errors[0].properties["file"] == "test_calc.py"
+    assert errors[0].properties["line"] == "8"
+    assert result.annotations[: len(errors)] == errors  # errors first
+
+    [check] = scene.fake.check_runs(OWNER, REPO, head)
+    assert check.conclusion == "failure" and check.name == "ratchet/verify"
+    assert any(a["path"] == "test_calc.py" for a in check.annotations)
+    assert_no_secret(result, JOB_TOKEN)
+
+
+def test_a_fork_pull_request_with_a_read_only_token_makes_no_check_run_call(
+        scene: Scene) -> None:
+    scene.fake.add_token(READ_ONLY_TOKEN, login="github-actions[bot]",
+                         permissions={"contents": "read", "metadata": "read"},
+                         repos=[f"{OWNER}/{REPO}"])
+    payload, workspace, _ = pull_request(scene, {"calc.py": BUGGY}, fork=True)
+    before = len(scene.fake.calls())
+    result = scene.run(scene.job("pull_request", payload, workspace=workspace,
+                                 token=READ_ONLY_TOKEN), mode="verify")
+
+    assert result.exit_code == 1
+    assert result.outputs["conclusion"] == "failure"
+    assert "1 of 1 checks did not pass" in result.summary
+    assert "read-only token" in result.summary and "fork" in result.summary
+    assert result.annotations_at("error")[0].properties["file"] == "test_calc.py"
+    assert scene.fake.calls()[before:] == []  # not even a lookup
+    assert check_calls(scene) == [] and scene.fake.check_runs(OWNER, REPO) == []
+    assert_no_secret(result, READ_ONLY_TOKEN)
+
+
+def test_a_bad_config_is_an_error_annotation_naming_file_and_line(scene: Scene) -> None:
+    broken = CONFIG + "    - {id: lint, kind: nonsense, run: 'true'}\n"
+    payload, workspace, _ = pull_request(scene, {".github/ratchet.yml": broken})
+    result = scene.run(scene.job("pull_request", payload, workspace=workspace), mode="verify")
+
+    assert result.exit_code == 2
+    assert result.outputs["conclusion"] == "error"
+    [error] = result.annotations_at("error")
+    assert error.properties["file"] == ".github/ratchet.yml"
+    assert error.properties["line"] == "4"
+    assert "kind" in error.message
+    assert ".github/ratchet.yml" in result.summary
+    assert check_calls(scene) == []
+
+
+def test_a_token_without_checks_write_is_told_in_the_summary(scene: Scene) -> None:
+    scene.fake.add_token(READ_ONLY_TOKEN, login="github-actions[bot]",
+                         permissions={"contents": "read", "metadata": "read"},
+                         repos=[f"{OWNER}/{REPO}"])
+    payload, workspace, head = pull_request(scene, {"calc.py": CALC + "\n# steady\n"})
+    result = scene.run(scene.job("pull_request", payload, workspace=workspace,
+                                 token=READ_ONLY_TOKEN), mode="verify")
+
+    assert result.exit_code == 0  # the verification passed; only the check run is missing
+    assert "permissions: checks: write" in result.summary
+    assert scene.fake.check_runs(OWNER, REPO, head) == []
+    assert_no_secret(result, READ_ONLY_TOKEN)
