@@ -16,6 +16,8 @@ from app.settings import Settings, SettingsError, load_settings
 from app.words import CLI_WORDS, status_text
 from app.worker import enqueue_run
 from github.manifest import app_manifest
+from runner.agents.presets import PRESETS
+from runner.budget import BadRaise, parse_raise
 from runner.engine import Engine
 from runner.errors import LedgerUnavailable, RatchetError, StaleWrite, UnknownRun
 from runner.ledger import Store, open_store
@@ -38,11 +40,13 @@ EXIT_UNAVAILABLE = 4  # the ledger could not be reached
 EXAMPLES = """\
 examples:
   ratchet run --repo . --title "Add --json to export" --agent-command 'claude -p {prompt}'
+  ratchet run --repo . --title "Add --json to export" --agent claude
   ratchet status r-20261130-1a2b3c4d
   ratchet approve-spec r-20261130-1a2b3c4d --hash 3f2a9c
   ratchet request-changes r-20261130-1a2b3c4d --message "Cover the empty input case"
   ratchet resume r-20261130-1a2b3c4d
   ratchet retry r-20261130-1a2b3c4d
+  ratchet budget r-20261130-1a2b3c4d --add 1
   ratchet cancel r-20261130-1a2b3c4d --reason "superseded by #42"
   ratchet export r-20261130-1a2b3c4d ./runs
   ratchet verify --base main --json
@@ -63,7 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     body = run.add_mutually_exclusive_group()
     body.add_argument("--body", default="", help="the task's description")
     body.add_argument("--body-file", type=Path, help="read the description from a file")
-    run.add_argument("--agent-command", help="agent command template (RATCHET_AGENT_COMMAND)")
+    agent = run.add_mutually_exclusive_group()
+    agent.add_argument("--agent-command", help="agent command template (RATCHET_AGENT_COMMAND)")
+    agent.add_argument("--agent", choices=sorted(PRESETS),
+                       help="a preset for a real agent CLI (RATCHET_AGENT)")
     run.add_argument("--json", action="store_true", help="end with a JSON line")
     run.add_argument("--detach", action="store_true",
                      help="enqueue for a worker instead of executing here")
@@ -103,6 +110,17 @@ def build_parser() -> argparse.ArgumentParser:
                        help="record the retry and enqueue the run for a worker")
     retry.add_argument("--json", action="store_true")
     retry.set_defaults(handler=cmd_retry)
+
+    budget = sub.add_parser(
+        "budget", help="raise a run's budget; a run its budget stopped continues",
+        epilog="AMOUNT: 1 or $1 (dollars; a bare number raises the limit the run reached),"
+               " 30m (agent minutes), 2h (run hours), 3runs (agent runs)")
+    budget.add_argument("run_id", metavar="RUN")
+    budget.add_argument("--add", required=True, metavar="AMOUNT", help="what to add")
+    budget.add_argument("--detach", action="store_true",
+                        help="record the raise and enqueue the run for a worker")
+    budget.add_argument("--json", action="store_true")
+    budget.set_defaults(handler=cmd_budget)
 
     cancel = sub.add_parser("cancel", help="end a run now, whoever is working on it")
     cancel.add_argument("run_id", metavar="RUN")
@@ -193,7 +211,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     store = _store(settings)
     engine = _engine(store, settings, json_output=args.json)
     run = engine.create_local_run(args.repo, title=args.title, body=body,
-                                  agent_command=args.agent_command)
+                                  agent_command=args.agent_command, agent=args.agent)
     _announce(f"{run.id}: created (base {run.base_revision})", args.json)
     _project(store, settings, run)
     if args.detach:
@@ -232,6 +250,14 @@ def cmd_request_changes(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_retry(args: argparse.Namespace, settings: Settings) -> int:
     return _signal(args, settings, SignalKind.RETRY)
+
+
+def cmd_budget(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        parse_raise(args.add)  # a usage error here, not a refusal from the worker
+    except BadRaise as exc:
+        return _error(f"--add {args.add}: {exc}", EXIT_USAGE)
+    return _signal(args, settings, SignalKind.BUDGET, amount=args.add)
 
 
 def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:

@@ -1,4 +1,5 @@
-"""Recovery metrics in Prometheus text format, computed from the ledger on each scrape."""
+"""Recovery and agent usage metrics in Prometheus text format, computed from the ledger on
+each scrape (usage from the ``AGENT_USAGE`` events steps record, so nothing counts twice)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from runner.ledger.store import Store
+from runner.names import EventType
+from runner.usage import TOKEN_KINDS, agent_runs, total
 from runner.workflow import State
 
 RESUME_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600)
@@ -44,6 +47,25 @@ class LedgerCollector(Collector):
                                 value=max(stats.checkpoint_ages, default=0.0))
 
 
+class UsageCollector(Collector):
+    """What every run's agents spent: cost, tokens by kind, agent time."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def collect(self) -> Iterator[Metric]:
+        totals = total(agent_runs(self.store.events_of_type(EventType.AGENT_USAGE)))
+        yield CounterMetricFamily("ratchet_agent_cost_usd", "Dollars agents reported spending.",
+                                  value=totals.cost_usd)
+        tokens = CounterMetricFamily("ratchet_agent_tokens", "Tokens agents reported, by kind.",
+                                     labels=["kind"])
+        for kind, field in TOKEN_KINDS.items():
+            tokens.add_metric([kind], getattr(totals, field))
+        yield tokens
+        yield CounterMetricFamily("ratchet_agent_seconds", "Agent wall time the runner measured.",
+                                  value=totals.agent_seconds)
+
+
 def _histogram(name: str, doc: str, values: Iterable[float],
                buckets: tuple[float, ...]) -> HistogramMetricFamily:
     values = sorted(values)
@@ -55,4 +77,5 @@ def _histogram(name: str, doc: str, values: Iterable[float],
 def registry_for(store: Store) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(LedgerCollector(store))
+    registry.register(UsageCollector(store))
     return registry

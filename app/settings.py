@@ -7,10 +7,12 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from runner.agents.command import MAX_OUTPUT_BYTES
+from runner.agents.presets import PRESETS
+from runner.budget import Budget
 from runner.engine import EngineSettings
 from runner.faults import CrashPoints
 from runner.ledger import sqlite_path
@@ -79,6 +81,13 @@ class Settings(BaseSettings):
     session_secret: str | None = None  # signs session cookies; derived when unset
     dashboard_poll_seconds: float = _seconds(1.0, ge=0.05)  # one ledger poll per interval
     crash_at: str | None = None  # failure-injection tests only (runner/faults.py)
+    # Agents and budgets: a preset instead of a command template, and what one run may spend
+    # where its repository's `budget:` leaves a limit unset (runner/budget.py).
+    agent: str | None = None  # claude, codex, aider, goose or opencode (runner/agents/presets.py)
+    budget_max_cost_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
+    budget_max_agent_minutes: float | None = Field(None, gt=0, allow_inf_nan=False)
+    budget_max_agent_runs: int | None = Field(None, ge=1)
+    budget_max_run_hours: float | None = Field(None, gt=0, allow_inf_nan=False)
 
     @field_validator("home")
     @classmethod
@@ -101,6 +110,24 @@ class Settings(BaseSettings):
             if not Path(folder).is_absolute():
                 raise ValueError(f"{folder!r} is not an absolute path")
         return value
+
+    @field_validator("agent")
+    @classmethod
+    def _known_preset(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        if value not in PRESETS:
+            raise ValueError(f"{value!r} is not a preset; the presets are {', '.join(PRESETS)}")
+        if info.data.get("agent_command"):
+            raise ValueError("RATCHET_AGENT_COMMAND is set too: set one of them")
+        return value
+
+    def budget_defaults(self) -> Budget:
+        """The service-wide budget (RATCHET_BUDGET_*): limits a repository leaves unset."""
+        return Budget(max_cost_usd=self.budget_max_cost_usd,
+                      max_agent_runs=self.budget_max_agent_runs,
+                      max_agent_minutes=self.budget_max_agent_minutes,
+                      max_run_hours=self.budget_max_run_hours)
 
     @property
     def ledger_url(self) -> str:
@@ -145,6 +172,8 @@ class Settings(BaseSettings):
             redact=Redactor.from_environment(os.environ,
                                              urls=(self.store_url, self.broker_url)),
             default_agent_command=self.agent_command,
+            default_agent=self.agent,
+            budget=self.budget_defaults(),
             crash=CrashPoints(self.crash_at),
             sandbox=self.sandbox_policy(),
             max_output_bytes=self.max_output_bytes,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shlex
 
-from runner.render import say_next_action
+from runner.render import say_next_action, say_usage
 from runner.views import RunStatus
 
 
@@ -31,6 +31,9 @@ class CommandLineWords:
     def mention(self, author: str) -> str:
         return shlex.quote(author)
 
+    def budget(self, run_id: str, amount: str) -> str:
+        return f"ratchet budget {run_id} --add {shlex.quote(amount)}"
+
 
 CLI_WORDS = CommandLineWords()
 
@@ -44,6 +47,8 @@ def status_text(status: RunStatus) -> str:
     if status.reason:
         lines.append(f"reason: {status.reason}")
     lines += [f"problem: {problem}" for problem in status.problems]
+    if status.usage.get("total", {}).get("agent_runs"):
+        lines.append(f"spent: {say_usage(status.usage)}")
     lines.append("effects:" if status.effects else "effects: none")
     lines += [f"  {e['key']} {e['kind']} {e['status']}" for e in status.effects]
     if status.pending_signals:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from runner.budget import BadRaise, parse_raise
 from runner.names import SignalKind
 
 PREFIX = "/ratchet"
@@ -21,10 +22,11 @@ VERBS = {
     "retry": SignalKind.RETRY,
     "cancel": SignalKind.CANCEL,
     "status": SignalKind.STATUS,
+    "budget": SignalKind.BUDGET,
 }
 USAGE = (
     "`/ratchet approve <spec hash>`, `/ratchet request-changes <feedback>`, `/ratchet retry`,"
-    " `/ratchet cancel`, `/ratchet status`"
+    " `/ratchet cancel`, `/ratchet status`, `/ratchet budget +<amount>`"
 )
 
 
@@ -62,5 +64,11 @@ def parse_command(body: str | None) -> Command | None:
             if not rest:
                 raise CommandError("`/ratchet approve` needs the spec's hash after it")
             return Command(kind, rest.split()[0])
+        if kind is SignalKind.BUDGET:
+            try:
+                parse_raise(rest)  # the unit is decided by the run's stop, when it is bare
+            except BadRaise as exc:
+                raise CommandError(f"`/ratchet budget`: {exc}") from None
+            return Command(kind, rest)
         return Command(kind, "")
     return None

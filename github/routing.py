@@ -174,6 +174,8 @@ def _comment(event: IssueCommentEvent, settings: RouteSettings) -> Intent:
         payload["hash"] = command.argument
     elif command.kind is SignalKind.REQUEST_CHANGES:
         payload["message"] = command.argument
+    elif command.kind is SignalKind.BUDGET:
+        payload["amount"] = command.argument
     return Signal(event.repository.clone_url, event.issue.number, command.kind,
                   comment.user.login, payload)
 

@@ -36,5 +36,8 @@ class GitHubWords:
     def mention(self, author: str) -> str:
         return f"@{author}"
 
+    def budget(self, run_id: str, amount: str) -> str:
+        return f"{COMMAND} budget {amount}"
+
 
 GITHUB_WORDS = GitHubWords()

@@ -7,18 +7,20 @@ and the scheduler turn it into a fenced ledger write. Tested without a database.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
 from runner.errors import (
+    AgentIdle,
     AmbiguousFailure,
     AuthorityFailure,
+    DeterministicFailure,
     PolicyViolation,
     StepFailure,
     TransientFailure,
 )
-from runner.ledger.records import Run
+from runner.ledger.records import Event, Run
 from runner.names import EventType
 from runner.workflow import Outcome, is_end, is_runnable, is_wait
 
@@ -116,3 +118,30 @@ def attempts_exhausted(run: Run, limits: Limits) -> bool:
 def approval_timed_out_reason() -> str:
     return ("the spec was neither approved nor sent back before the approval timeout; review"
             " it, then retry the run to wait again, or cancel it")
+
+
+def idle_timeouts(events: Iterable[Event], step: str) -> int:
+    """How often ``step``'s agent was ended for idleness since the run last resumed (a person's
+    retry or raise starts the count again)."""
+    count = 0
+    for event in events:
+        if event.type == EventType.RUN_RESUMED:
+            count = 0
+        elif (event.type == EventType.STEP_FAILED and event.step == step
+              and (event.data.get("evidence") or {}).get("stopped") == "idle"):
+            count += 1
+    return count
+
+
+def decide_idle(failure: AgentIdle, *, earlier: int) -> StepFailure:
+    """A hung agent: the first idle timeout of a step is transient (an unlucky network stall,
+    retried with backoff); a second one is deterministic: the agent hangs on this step, and
+    running it again would only burn time. The log tail stays the evidence."""
+    if earlier < 1:
+        return failure
+    return DeterministicFailure(
+        f"{failure}; the agent hung in this step {earlier + 1} times, so it is not retried"
+        " again: read the log tail in the evidence, fix the agent or the task, then retry the"
+        " run",
+        evidence=failure.evidence, artifacts=failure.artifacts, usage=failure.usage,
+    )

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from runner.agents.base import Agent
 from runner.agents.command import MAX_OUTPUT_BYTES, CommandAgent
+from runner.agents.presets import preset
+from runner.budget import Budget
 from runner.decisions import Limits
 from runner.effects import EffectExecutor
 from runner.errors import DeterministicFailure
@@ -51,6 +53,8 @@ class EngineSettings:
     child_env: Mapping[str, str] | None = None  # environment of agents and checks
     redact: Redactor = NO_REDACTION
     default_agent_command: str | None = None
+    default_agent: str | None = None  # a preset of runner/agents/presets.py
+    budget: Budget = field(default_factory=Budget)  # limits a repository's config leaves unset
     crash: CrashPoints = NO_CRASH
     sandbox: Sandbox = field(default_factory=Sandbox)  # where agents and checks run
     max_output_bytes: int = MAX_OUTPUT_BYTES
@@ -94,18 +98,24 @@ class Engine:
             access_for=access_for or (lambda run: NO_ACCESS),
             authorizer=authorizer or LocalAuthorizer(),
             on_change=on_change or (lambda old, new: None), stopping=self.stopping.is_set,
+            budget_defaults=settings.budget,
         )
         self.scheduler = Scheduler(parts, settings.owner)
 
     # --- the caller's verbs --------------------------------------------------------------
 
     def create_local_run(
-        self, repo: Path, *, title: str, body: str = "", agent_command: str | None = None
+        self, repo: Path, *, title: str, body: str = "", agent_command: str | None = None,
+        agent: str | None = None,
     ) -> Run:
+        """A run of ``agent_command`` or of the preset ``agent`` (given, else the settings')."""
+        if agent_command is None and agent is None:
+            agent_command = self.settings.default_agent_command
+            agent = None if agent_command else self.settings.default_agent
         return create_local_run(
             self.store, self.workspaces, repo, title=title, body=body,
-            agent_command=agent_command or self.settings.default_agent_command,
-            runs_root=self.settings.home / "runs",
+            agent_command=agent_command, agent=agent, runs_root=self.settings.home / "runs",
+            agent_path=(self.settings.child_env or os.environ).get("PATH"),
         )
 
     def signal(self, run_id: str, kind: SignalKind, *, author: str, **payload: str) -> Signal:
@@ -128,7 +138,18 @@ class Engine:
     # --- defaults ------------------------------------------------------------------------
 
     def _command_agent(self, run: Run) -> Agent:
-        command = run.params.get("agent_command") or self.settings.default_agent_command
+        command = run.params.get("agent_command")
+        name = run.params.get("agent_preset")
+        if not command and not name:
+            command = self.settings.default_agent_command
+            name = None if command else self.settings.default_agent
+        if name:
+            chosen = preset(str(name))
+            return CommandAgent(chosen.templates, env=self.settings.child_env,
+                                sandbox=self.settings.sandbox,
+                                max_output_bytes=self.settings.max_output_bytes,
+                                parse_usage=chosen.parse_usage,
+                                install_hint=chosen.install_hint)
         if not command:
             raise DeterministicFailure(
                 f"run {run.id} has no agent command; give it one, then retry the run"

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 
@@ -24,16 +25,29 @@ class StepFailure(RatchetError):
         *,
         evidence: dict[str, Any] | None = None,
         artifacts: dict[str, bytes] | None = None,
+        usage: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.evidence = evidence or {}
         self.artifacts = artifacts or {}  # run path -> bytes, kept as the failure's evidence
+        # What an agent spent before the step failed (runner/usage.py), recorded with the
+        # failure so a failed attempt is paid for once, like a completed one.
+        self.usage: Mapping[str, Any] | None = usage
 
 
 class TransientFailure(StepFailure):
     """Worth retrying with backoff: 5xx, timeouts before any effect, agent exit 75, outages."""
 
     failure_class = "transient"
+
+
+class AgentTimedOut(TransientFailure):
+    """The agent ran past its timeout; its process group was killed."""
+
+
+class AgentIdle(TransientFailure):
+    """The agent printed nothing and changed nothing for its idle timeout; its sandbox was
+    ended. Transient the first time in a step (``runner.decisions.decide_idle``)."""
 
 
 class DeterministicFailure(StepFailure):
@@ -56,6 +70,19 @@ class AuthorityFailure(StepFailure):
 
 class PolicyViolation(AuthorityFailure):
     """An agent acted outside its step's capability profile (its changes are kept as evidence)."""
+
+
+class BudgetExhausted(AuthorityFailure):
+    """The run's budget is spent: someone with write access must raise it (or cancel).
+
+    ``exhaustion`` is the data of ``runner.budget.Exhaustion``: which limit, what was spent on
+    what, and what was allowed.
+    """
+
+    def __init__(self, message: str, *, exhaustion: Mapping[str, Any],
+                 usage: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message, evidence={"budget": dict(exhaustion)}, usage=usage)
+        self.exhaustion = dict(exhaustion)
 
 
 class IllegalTransition(RatchetError):

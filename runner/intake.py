@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import logging
 import secrets
+import shutil
 import time
 from pathlib import Path
 
 from runner.agents.command import parse_template
+from runner.agents.presets import preset
 from runner.errors import RatchetError
 from runner.ledger.records import NewRun, NewSignal, Run, Signal
 from runner.ledger.store import Store
@@ -35,30 +37,26 @@ def new_run_id() -> str:
 
 def create_local_run(
     store: Store, workspaces: Workspaces, repo: Path, *, title: str, body: str,
-    agent_command: str | None, runs_root: Path,
+    agent_command: str | None, runs_root: Path, agent: str | None = None,
+    agent_path: str | None = None,
 ) -> Run:
     """A run for a local git repository, based at its current HEAD; its local outbox is
     ``runs_root/<run>/outbox`` (fixed here, so every worker on every host uses the same one).
+    Its agent is ``agent_command`` (a template) or ``agent``, a preset whose program must be
+    on ``agent_path`` (the agents' PATH).
 
-    Raises ``RatchetError`` for an agent command that is missing or cannot be parsed and for
-    a repository config at the base that cannot be used: no run is created then.
+    Raises ``RatchetError`` for an agent command that is missing or cannot be parsed, for an
+    unknown preset or one whose CLI is not installed (with the install hint), and for a
+    repository config at the base that cannot be used: no run is created then.
     """
     repo_url = str(repo.resolve())
-    if not agent_command:
-        raise RatchetError(
-            "no agent command: give one (the run's agent command template), for example"
-            " 'claude -p {prompt}'"
-        )
-    try:
-        parse_template(agent_command)
-    except ValueError as exc:
-        raise RatchetError(str(exc)) from None
+    agent_params = check_agent(agent_command, agent, path=agent_path)
     base = workspaces.resolve(repo_url)
     check_config(workspaces, repo_url, base)
     run_id = new_run_id()
     branch = f"ratchet/{run_id}"
     outbox = runs_root / run_id / "outbox"
-    params = {"agent_command": agent_command, "remote": repo_url, "outbox": str(outbox),
+    params = {**agent_params, "remote": repo_url, "outbox": str(outbox),
               "branch": branch, "base_branch": workspaces.head_branch(repo_url) or base}
     now = time.time()
     run = store.create_run(with_first_edit(NewRun(
@@ -67,6 +65,32 @@ def create_local_run(
     ), at=now), now=now)
     log.info("run %r created for %r at %r", run.id, repo_url, base)
     return run
+
+
+def check_agent(agent_command: str | None, agent: str | None, *,
+                path: str | None) -> dict[str, str]:
+    """The run's agent parameters, checked before the run exists: a template that parses, or a
+    known preset whose program is installed."""
+    if agent_command and agent:
+        raise RatchetError("give an agent command template or a preset, not both")
+    if agent:
+        try:
+            chosen = preset(agent)
+        except ValueError as exc:
+            raise RatchetError(str(exc)) from None
+        if shutil.which(chosen.program, path=path) is None:
+            raise RatchetError(chosen.install_hint)
+        return {"agent_preset": chosen.name}
+    if not agent_command:
+        raise RatchetError(
+            "no agent command: give one (the run's agent command template), for example"
+            " 'claude -p {prompt}', or a preset (claude, codex, aider, goose, opencode)"
+        )
+    try:
+        parse_template(agent_command)
+    except ValueError as exc:
+        raise RatchetError(str(exc)) from None
+    return {"agent_command": agent_command}
 
 
 def check_config(workspaces: Workspaces, repo_url: str, base: str) -> None:

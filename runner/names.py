@@ -84,6 +84,9 @@ class EventType(StrEnum):
     SIGNAL_RECEIVED = "SIGNAL_RECEIVED"
     SIGNAL_ACCEPTED = "SIGNAL_ACCEPTED"
     SIGNAL_REFUSED = "SIGNAL_REFUSED"
+    AGENT_USAGE = "AGENT_USAGE"  # one agent run's usage (runner/usage.py), with its step's end
+    BUDGET_EXHAUSTED = "BUDGET_EXHAUSTED"  # data: the exhaustion (runner/budget.py)
+    BUDGET_RAISED = "BUDGET_RAISED"  # data: limit, add, by
 
 
 class EffectKind(StrEnum):
@@ -112,6 +115,7 @@ class SignalKind(StrEnum):
     CANCEL = "cancel"
     RERUN_VERIFICATION = "rerequest"  # verify the checkpointed tree again
     STATUS = "status"  # answered with the run's status; changes nothing
+    BUDGET = "budget"  # payload: {"amount": "+1" | "+30m" | ...}; raises it, resumes a stop
 
 
 class SignalStatus(StrEnum):

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from runner.budget import Limit, format_amount
 from runner.signals import Refusal
 from runner.views import NextActionKind
 
@@ -36,6 +37,7 @@ class Vocabulary(Protocol):
     def cancel(self, run_id: str) -> str: ...
     def resume(self, run_id: str) -> str: ...
     def mention(self, author: str) -> str: ...
+    def budget(self, run_id: str, amount: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,13 @@ def say_next_action(action: Mapping[str, Any], run_id: str, words: Vocabulary) -
     if kind is NextActionKind.HUMAN_DECISION:
         return (f"a human must decide: {action.get('reason')}; then"
                 f" {_code(words.retry(run_id))} or {_code(words.cancel(run_id))}")
+    if kind is NextActionKind.RAISE_BUDGET:
+        amount = str(action.get("raise") or "+1")
+        return (f"the budget is spent ({action.get('limit')}): someone with write access"
+                f" raises it with {_code(words.budget(run_id, amount))} (a bare number raises"
+                f" the limit reached; +$1 is dollars, +30m agent minutes, +2h run hours, +3runs"
+                f" agent runs) and the run continues from {action.get('step')}, or"
+                f" {_code(words.cancel(run_id))}")
     return (f"fix the cause ({action.get('reason')}), then {_code(words.retry(run_id))}, or"
             f" {_code(words.cancel(run_id))}")
 
@@ -101,6 +110,8 @@ def render_tracking(view: Mapping[str, Any], words: Vocabulary,
         lines.append(f"Spec sha256: `{view['spec_sha256']}`")
     if links:
         lines.append(" · ".join(f"[{label}]({url})" for label, url in links))
+    if view.get("usage"):
+        lines.append(f"Spent: {say_usage(view['usage'])}")
     if view.get("failure_class"):
         lines.append(f"Failure class: {view['failure_class']}")
     if view.get("reason") and view["state"] in {"failed", "needs_human", "cancelled"}:
@@ -155,6 +166,9 @@ def render_reply(payload: Mapping[str, Any], words: Vocabulary) -> str:
         text = (f"there is nothing to retry: the run is {params.get('state')}, not stopped.")
     elif refusal is Refusal.NOTHING_TO_VERIFY:
         text = (f"verification cannot be rerun now (the run is {params.get('state')}).")
+    elif refusal is Refusal.BAD_BUDGET:
+        text = (f"{params.get('detail') or 'that is not a budget raise'}:"
+                f" `{words.budget(run_id, '+1')}`.")
     else:
         text = f"the run has ended ({params.get('state')}); start a new one."
     return f"{who}{text}\n"
@@ -170,6 +184,8 @@ def render_status_reply(payload: Mapping[str, Any], words: Vocabulary) -> str:
         lines.append(f"Completed: {', '.join(status['completed'])}.")
     if status.get("reason"):
         lines.append(f"Reason: {status['reason']}")
+    if (status.get("usage") or {}).get("total", {}).get("agent_runs"):
+        lines.append(f"Spent: {say_usage(status['usage'])}")
     lines.append(f"Next: {say_next_action(status['next_action'], run_id, words)}")
     return "\n".join(lines) + "\n"
 
@@ -185,6 +201,33 @@ def render_spec_check(payload: Mapping[str, Any], words: Vocabulary) -> CheckRun
                  f" `{words.approve(run_id, sha[:HASH_PREFIX])}`, or send it back with"
                  f" `{words.request_changes(run_id)}`.\n"),
     )
+
+
+def say_usage(usage: Mapping[str, Any]) -> str:
+    """What a run's agents spent, and of which budget, in one line (``usage_view``'s data)."""
+    totals = usage.get("total") or {}
+    runs = int(totals.get("agent_runs") or 0)
+    parts = [f"${float(totals.get('cost_usd') or 0):.2f}"]
+    tokens = sum(int(totals.get(k) or 0)
+                 for k in ("input_tokens", "output_tokens", "cache_read_tokens"))
+    if tokens:
+        parts.append(f"{_count(tokens)} tokens ({_count(int(totals.get('input_tokens') or 0))}"
+                     f" in, {_count(int(totals.get('output_tokens') or 0))} out)")
+    seconds = float(totals.get("agent_seconds") or 0)
+    parts.append(f"agent time {f'{seconds:.1f}s' if seconds < 60 else _duration(seconds)}"
+                 f" over {runs} agent run(s)")
+    if totals.get("unpriced_runs"):
+        parts.append(f"{totals['unpriced_runs']} run(s) reported no cost")
+    text = " · ".join(parts)
+    limits = [f"{format_amount(Limit(name), float(item['spent']))} of"
+              f" {format_amount(Limit(name), float(item['allowed']))}"
+              for name, item in (usage.get("budget") or {}).items()
+              if name in {limit.value for limit in Limit}]
+    return f"{text} (budget: {'; '.join(limits)})" if limits else text
+
+
+def _count(number: int) -> str:
+    return f"{number / 1000:.1f}k" if number >= 1000 else str(number)
 
 
 def _code(text: str) -> str:

@@ -39,6 +39,7 @@ class PreparedRecord(TreeRecord):
 
     config: dict[str, Any]
     base: str
+    budget: dict[str, Any] | None = None  # the run's budget, fixed here (runner/budget.py)
 
 
 class OutputRef(BaseModel):
@@ -49,12 +50,13 @@ class OutputRef(BaseModel):
 
 
 class AgentRecord(TreeRecord):
-    """An agent step: its output artifact, its exit, and where it ran."""
+    """An agent step: its output artifact, its exit, where it ran, and what it spent."""
 
     output: OutputRef
     exit_code: int
     duration_s: float
     sandbox: str = "bwrap"
+    usage: dict[str, Any] = {}  # runner/usage.py's record
     spec_sha256: str | None = None  # specify: the spec under review
 
 

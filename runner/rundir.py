@@ -37,6 +37,7 @@ def export_run(store: Store, run_id: str, dest: Path) -> Path:
     ).encode())
     _write(folder / "state.snapshot.json", _json(status.to_dict()))
     _write(folder / "effects.json", _json(status.effects))
+    _write(folder / "usage.json", _json(status.usage))
     _write(folder / "signals.json", _json([s.to_dict() for s in store.signals(run_id)]))
     for path, sha in store.artifacts(run_id).items():
         try:

@@ -21,6 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from runner.agents.base import Agent
+from runner.budget import (
+    Budget,
+    Spend,
+    active_seconds,
+    bound_data,
+    budget_of,
+    budget_stop,
+    exhausted,
+    seconds_left,
+)
 from runner.canonical import digest, sha256_hex
 from runner.decisions import (
     Limits,
@@ -33,6 +43,7 @@ from runner.effects import EffectExecutor, EffectRequest, Outbox, effect_key
 from runner.errors import (
     AmbiguousFailure,
     AuthorityFailure,
+    BudgetExhausted,
     CorruptArtifact,
     CorruptRecord,
     LedgerError,
@@ -48,6 +59,7 @@ from runner.ledger.records import (
     Change,
     Checkpoint,
     EffectStatus,
+    Event,
     Lease,
     NewEvent,
     Run,
@@ -62,10 +74,12 @@ from runner.results import PreparedRecord, last_tree
 from runner.sandbox import Sandbox
 from runner.scratch import remove_scratch, scrub_scratch
 from runner.signals import Authorization, Authorizer, decide_signal
-from runner.status import read_status
+from runner.status import PREPARED_STEP, read_status
 from runner.steps import STEPS, StepInput, StepResult, StepServices
 from runner.steps.base import read_patch
-from runner.tracking import tracking_edit
+from runner.tracking import tracking_edit, tracking_key
+from runner.usage import agent_runs, total, usage_event_data
+from runner.views import usage_view
 from runner.workflow import (
     BOOKKEEPING_EFFECTS,
     PROFILES,
@@ -122,6 +136,7 @@ class SessionParts:
     authorizer: Authorizer
     on_change: OnChange
     stopping: Callable[[], bool] = field(default=lambda: False)
+    budget_defaults: Budget = field(default_factory=Budget)  # the service's RATCHET_BUDGET_*
 
 
 class Session:
@@ -306,9 +321,12 @@ class Session:
             return self._defer_signal(run, signal, failure)
         except StepFailure as failure:
             authorization = Authorization(False, str(failure))
+        stop = (budget_stop(self.store.events(run.id))
+                if signal.kind is SignalKind.BUDGET and run.state is State.NEEDS_HUMAN else None)
         verdict = decide_signal(
             run, signal, authorization=authorization, spec_sha256=spec_sha,
             has_tree=any(StepId.parse(c.step).state == State.IMPLEMENT for c in history),
+            budget_stop=stop,
         )
         name = f"{signal.kind.value}.{sha256_hex(signal.id)[:12]}"
         log.info("run %r: signal %r from %r %s", run.id, signal.id, signal.author,
@@ -327,13 +345,17 @@ class Session:
                 effects=(reply.intent(),),
                 signal=SignalDecision(signal.id, SignalStatus.REFUSED, verdict.reason)))
         effects: tuple[EffectRequest, ...] = ()
+        if signal.kind is SignalKind.BUDGET:
+            return self._raise_budget(run, signal, verdict.params, verdict.outcome, spec_sha,
+                                      history, name)
         if verdict.outcome is None:  # a status request: answered, nothing moves
             status = read_status(self.store, run.id, now=time.time())
             reply = self._effect(run, EffectKind.REPLY, f"reply.{name}", {
                 "run": run.id, "signal": signal.id, "author": signal.author,
                 "status": {"state": status.state, "step": status.step,
                            "completed": status.completed_steps, "reason": status.reason,
-                           "next_action": status.next_action.to_dict()},
+                           "next_action": status.next_action.to_dict(),
+                           "usage": {k: v for k, v in status.usage.items() if k != "steps"}},
                 "in_reply_to": signal.payload.get("comment"),
             })
             return self._commit(run, self._unchanged(
@@ -345,8 +367,31 @@ class Session:
                 "comment": signal.payload["comment"]}),)
         return self._accept(run, signal, verdict.outcome, spec_sha, history, effects)
 
+    def _raise_budget(self, run: Run, signal: Signal, params: Mapping[str, Any],
+                      outcome: Outcome | None, spec_sha: str | None,
+                      history: list[Checkpoint], name: str) -> Run:
+        """A raise by someone allowed: recorded as a ``BUDGET_RAISED`` event (the run's budget
+        is its recorded one plus its raises); a run its budget stopped resumes its step."""
+        raised = NewEvent(EventType.BUDGET_RAISED, step=run.step, data={
+            "limit": params["limit"], "add": params["add"], "by": signal.author,
+            "signal": signal.id})
+        effects: tuple[EffectRequest, ...] = ()
+        if signal.payload.get("comment") is not None:
+            effects = (self._effect(run, EffectKind.REACTION, f"ack.{name}", {
+                "run": run.id, "signal": signal.id, "content": "+1",
+                "comment": signal.payload["comment"]}),)
+        if outcome is not None:
+            return self._accept(run, signal, outcome, spec_sha, history, effects,
+                                extra=(raised,))
+        accepted = NewEvent(EventType.SIGNAL_ACCEPTED, step=run.step, data={
+            "signal": signal.id, "kind": signal.kind.value, "author": signal.author})
+        return self._commit(run, self._unchanged(
+            run, events=(accepted, raised), effects=tuple(e.intent() for e in effects),
+            signal=SignalDecision(signal.id, SignalStatus.ACCEPTED, "accepted: budget raised")))
+
     def _accept(self, run: Run, signal: Signal, outcome: Outcome, spec_sha: str | None,
-                history: list[Checkpoint], effects: tuple[EffectRequest, ...]) -> Run:
+                history: list[Checkpoint], effects: tuple[EffectRequest, ...], *,
+                extra: tuple[NewEvent, ...] = ()) -> Run:
         accepted = NewEvent(EventType.SIGNAL_ACCEPTED, step=run.step,
                             data={"signal": signal.id, "kind": signal.kind.value,
                                   "author": signal.author})
@@ -358,7 +403,7 @@ class Session:
         target = transition(run.state, outcome, step=run.step_id)
         taken = [c.step for c in history]
         checkpoint = None
-        events = [accepted]
+        events = [accepted, *extra]
         artifacts: dict[str, bytes] = {}
         if outcome is Outcome.APPROVED:
             assert spec_sha is not None
@@ -416,8 +461,14 @@ class Session:
             "contract": digest({"phase": phase.value, "title": run.title, "body": run.body}),
             "profile": PROFILES[phase].to_dict(),
         }
+        services = self._services(run)
+        if PROFILES[phase].agent:
+            try:
+                services = self._within_budget(run, history, services)
+            except BudgetExhausted as exhaustion:
+                return self._fail(run, exhaustion)
         try:
-            result = STEPS[phase](inp, self._services(run))
+            result = STEPS[phase](inp, services)
             self._check_effects(phase, result)
         except (StaleWrite, LedgerError) as exc:
             if isinstance(exc, CorruptRecord):
@@ -464,6 +515,23 @@ class Session:
                     f" (its profile allows {sorted(k.value for k in allowed)})"
                 )
 
+    def _within_budget(self, run: Run, history: list[Checkpoint],
+                       services: StepServices) -> StepServices:
+        """Check the budget before an agent step: ``BudgetExhausted`` once a limit is reached;
+        otherwise the services, their agent timeout cut to the time the budget has left."""
+        events = self.store.events(run.id)
+        runs = agent_runs(events)
+        budget = budget_of(_prepared(history), events, defaults=self.parts.budget_defaults)
+        spend = Spend(total(runs), active_seconds(events, time.time()))
+        exhaustion = exhausted(budget, spend, runs)
+        if exhaustion is not None:
+            raise BudgetExhausted(exhaustion.reason, exhaustion=exhaustion.to_dict())
+        left = seconds_left(budget, spend)
+        if left is None or left[0] >= services.agent_timeout:
+            return services
+        return replace(services, agent_timeout=left[0],
+                       budget_bound=bound_data(budget, spend, left[1], runs))
+
     def _input(self, run: Run, history: list[Checkpoint]) -> StepInput:
         assert self.worktree is not None, "a runnable run has a worktree"
         record = last_tree(history)
@@ -483,6 +551,7 @@ class Session:
             child_env=self.parts.child_env, crash=self.parts.crash,
             max_output_bytes=self.parts.max_output_bytes, lease=lambda: self.heartbeat.lease,
             cancel=self.heartbeat.stop_work, access=self.parts.access_for(run),
+            budget_defaults=self.parts.budget_defaults,
         )
 
     def _scratch(self, run: Run) -> Path:
@@ -508,6 +577,13 @@ class Session:
         decision = decide_failure(run, failure, self.parts.limits)
         events = [NewEvent(EventType.STEP_FAILED, step=run.step, attempt=run.attempt,
                            data=record)]
+        if failure.usage is not None:  # the agent ran: what it spent is paid once, here
+            events.append(NewEvent(EventType.AGENT_USAGE, step=run.step, attempt=run.attempt,
+                                   data=_redact_value(usage_event_data(
+                                       failure.failure_class, failure.usage), redact)))
+        if isinstance(failure, BudgetExhausted):
+            events.append(NewEvent(EventType.BUDGET_EXHAUSTED, step=run.step,
+                                   attempt=run.attempt, data=failure.exhaustion))
         events += [NewEvent(t, step=run.step, attempt=run.attempt,
                             data={"reason": record["error"]}) for t in decision.events
                    if t is not EventType.STEP_RETRY_SCHEDULED]
@@ -595,9 +671,29 @@ class Session:
                 if change.state is State.AWAITING_APPROVAL else None)
         failure = next((str(e.data["class"]) for e in change.events
                         if e.type is EventType.STEP_FAILED and "class" in e.data), None)
+        at = time.time()
+        events = [*self.store.events(run.id), *_pending_events(run, change, at)]
+        usage = usage_view(events, self._prepared_result(run, change), now=at, steps=False)
+        stop = budget_stop(events) if change.state is State.NEEDS_HUMAN else None
+        # A stopped step taken up again enters its state under the same step id: its edit is
+        # a new one (keyed by the run's version, unique per change), not the first replayed.
+        entered = self.store.get_effect(tracking_key(run.id, change.step, change.state))
         return tracking_edit(run, state=change.state, step=change.step, reason=change.reason,
                              completed=completed, spec_sha256=sha256_hex(spec) if spec else None,
-                             at=time.time(), failure=failure if is_stopped(change.state) else None)
+                             at=at, failure=failure if is_stopped(change.state) else None,
+                             usage=usage, budget_stop=stop,
+                             again=run.version if entered is not None else None)
+
+    def _prepared_result(self, run: Run, change: Change) -> dict[str, Any] | None:
+        """The queued step's record (config and budget), committed or in ``change``."""
+        if change.checkpoint is not None and change.checkpoint.step == run.step and (
+                StepId.parse(run.step).state == State.QUEUED):
+            return dict(change.checkpoint.result)
+        try:
+            checkpoint = self.store.checkpoint(run.id, PREPARED_STEP)
+        except CorruptRecord:
+            return None
+        return dict(checkpoint.result) if checkpoint is not None else None
 
     def _effect(self, run: Run, kind: EffectKind, name: str,
                 payload: Mapping[str, Any]) -> EffectRequest:
@@ -621,6 +717,20 @@ def _entry_event(state: State, step: str, reason: str | None) -> NewEvent:
     data = {"reason": reason} if reason and (is_end(state) or is_stopped(state)) else {}
     return NewEvent(ENTRY_EVENTS[state], step=step, attempt=1 if is_runnable(state) else None,
                     data=data)
+
+
+def _pending_events(run: Run, change: Change, at: float) -> list[Event]:
+    """``change``'s events as the ledger will record them (for views of the run after it)."""
+    return [Event(run.id, 0, str(e.type), at, e.step, e.attempt, 0, e.revision, None,
+                  dict(e.data)) for e in change.events]
+
+
+def _prepared(history: list[Checkpoint]) -> dict[str, Any] | None:
+    """The queued step's record: the config and the budget read at the base."""
+    for checkpoint in history:
+        if "config" in checkpoint.result:
+            return dict(checkpoint.result)
+    return None
 
 
 def _config(history: list[Checkpoint]) -> RepositoryConfig:

@@ -1,11 +1,12 @@
 """The run's inbox: who may signal (the ``Authorizer`` port) and what a signal does (pure).
 
-Signals are approve (with the spec's hash), request changes (with text), retry, cancel and
-rerun-verification, each with its author and source. A worker holding the run answers pending
-signals one at a time: it asks the authorizer (the local one allows the local user; GitHub's
-asks the permission API), then ``decide_signal`` says, from what the ledger recorded, whether
-the signal is accepted (and which outcome it causes) or refused (and why, as a ``Refusal``
-with parameters that the edge renders into a reply).
+Signals are approve (with the spec's hash), request changes (with text), retry, cancel,
+rerun-verification and a budget raise (with an amount), each with its author and source. A
+worker holding the run answers pending signals one at a time: it asks the authorizer (the
+local one allows the local user; GitHub's asks the permission API), then ``decide_signal``
+says, from what the ledger recorded, whether the signal is accepted (and which outcome it
+causes) or refused (and why, as a ``Refusal`` with parameters that the edge renders into a
+reply).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from runner.budget import BadRaise, Limit, parse_raise
 from runner.ledger.records import Run, Signal
 from runner.names import SignalKind, StepId
 from runner.workflow import Outcome, State, is_end, is_stopped
@@ -34,6 +36,7 @@ class Refusal(StrEnum):
     NOTHING_TO_RETRY = "nothing_to_retry"  # params: state
     NOTHING_TO_VERIFY = "nothing_to_verify"  # params: state
     ENDED = "ended"  # params: state
+    BAD_BUDGET = "bad_budget"  # params: amount, detail
 
 
 @dataclass(frozen=True)
@@ -85,12 +88,16 @@ def _refuse(refusal: Refusal, **params: Any) -> Verdict:
 
 def decide_signal(
     run: Run, signal: Signal, *, authorization: Authorization, spec_sha256: str | None,
-    has_tree: bool,
+    has_tree: bool, budget_stop: Mapping[str, Any] | None = None,
 ) -> Verdict:
     """What ``signal`` does to ``run`` as it stands; pure.
 
     ``spec_sha256`` is the current spec's hash (None before one exists); ``has_tree`` says
-    whether an implementation has been checkpointed (verification can be rerun on it).
+    whether an implementation has been checkpointed (verification can be rerun on it);
+    ``budget_stop`` is the exhaustion that stopped the run, when its budget did
+    (``runner.budget.budget_stop``). A budget raise is accepted in any state but an end, with
+    ``params`` naming the limit and amount; it resumes a run its budget stopped (``RETRIED``)
+    and otherwise changes no state (outcome None).
     """
     if not authorization.allowed:
         return _refuse(Refusal.NOT_PERMITTED, author=signal.author, detail=authorization.detail)
@@ -118,11 +125,24 @@ def decide_signal(
         if not is_stopped(run.state):
             return _refuse(Refusal.NOTHING_TO_RETRY, state=run.state.value)
         return Verdict(True, Outcome.RETRIED)
+    if kind is SignalKind.BUDGET:
+        return _decide_raise(run, signal, budget_stop)
     if kind is SignalKind.RERUN_VERIFICATION:
         if not is_stopped(run.state) or not has_tree:
             return _refuse(Refusal.NOTHING_TO_VERIFY, state=run.state.value)
         return Verdict(True, Outcome.VERIFICATION_RERUN)
     raise AssertionError(f"unhandled signal kind {kind!r}")  # pragma: no cover
+
+
+def _decide_raise(run: Run, signal: Signal, budget_stop: Mapping[str, Any] | None) -> Verdict:
+    amount = str(signal.payload.get("amount", "")).strip()
+    stopped = budget_stop if run.state is State.NEEDS_HUMAN else None
+    try:
+        which, add = parse_raise(amount, stopped_by=Limit(stopped["limit"]) if stopped else None)
+    except (BadRaise, ValueError, KeyError) as exc:
+        return _refuse(Refusal.BAD_BUDGET, amount=amount, detail=str(exc))
+    params = {"limit": which.value, "add": add}
+    return Verdict(True, Outcome.RETRIED if stopped else None, params=params)
 
 
 def stopped_step(run: Run) -> StepId:

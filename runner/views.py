@@ -7,12 +7,15 @@ a vocabulary, ``app/`` for the CLI); nothing here names a command, a flag or a v
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from runner.ledger.records import Effect, EffectStatus, Run, Signal
+from runner.budget import Limit, Spend, active_seconds, budget_of
+from runner.ledger.records import Effect, EffectStatus, Event, Run, Signal
 from runner.names import SignalStatus, StepId
+from runner.usage import agent_runs, total
 from runner.workflow import State, is_runnable
 
 # The phases a run goes through, in order, as the tracking comment lists them.
@@ -30,6 +33,7 @@ class NextActionKind(StrEnum):
     RESUME = "resume"  # params: step, unsent (effects to send first)
     REVIEW_SPEC = "review_spec"  # params: spec_sha256
     HUMAN_DECISION = "human_decision"  # params: reason, step
+    RAISE_BUDGET = "raise_budget"  # params: reason, step, limit, raise (a suggested amount)
     FIX_AND_RETRY = "fix_and_retry"  # params: reason, step
 
 
@@ -45,8 +49,10 @@ class NextAction:
 
 
 def next_action(run: Run, effects: list[Effect], *, spec_sha256: str | None,
-                now: float, pending_signals: int = 0) -> NextAction:
-    """What should happen next, from the ledger alone."""
+                now: float, pending_signals: int = 0,
+                budget_stop: Mapping[str, Any] | None = None) -> NextAction:
+    """What should happen next, from the ledger alone (``budget_stop``: the exhaustion that
+    stopped the run, when its budget did)."""
     unsent = sum(1 for e in effects if e.status is EffectStatus.INTENDED)
     if run.lease_live(now):
         return NextAction(NextActionKind.WAIT_FOR_HOLDER, {
@@ -61,6 +67,10 @@ def next_action(run: Run, effects: list[Effect], *, spec_sha256: str | None,
         return NextAction(NextActionKind.NONE_CANCELLED)
     if run.state is State.AWAITING_APPROVAL:
         return NextAction(NextActionKind.REVIEW_SPEC, {"spec_sha256": spec_sha256})
+    if run.state is State.NEEDS_HUMAN and budget_stop is not None:
+        return NextAction(NextActionKind.RAISE_BUDGET, {
+            "reason": run.reason, "step": run.step, "limit": budget_stop.get("limit"),
+            "raise": budget_stop.get("raise")})
     if run.state is State.NEEDS_HUMAN:
         return NextAction(NextActionKind.HUMAN_DECISION, {"reason": run.reason, "step": run.step})
     if run.state is State.FAILED:
@@ -89,6 +99,7 @@ class RunStatus:
     spec_sha256: str | None
     pending_signals: list[dict[str, Any]]
     problems: list[str] = field(default_factory=list)  # e.g. a corrupt artifact, named
+    usage: dict[str, Any] = field(default_factory=dict)  # ``usage_view``: spend and budget
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -97,13 +108,14 @@ class RunStatus:
             "effects": self.effects, "next_action": self.next_action.to_dict(),
             "reason": self.reason, "lease": self.lease, "head_revision": self.head_revision,
             "spec_sha256": self.spec_sha256, "pending_signals": self.pending_signals,
-            "problems": self.problems,
+            "problems": self.problems, "usage": self.usage,
         }
 
 
 def describe(
     run: Run, completed: list[str], effects: list[Effect], signals: list[Signal], *,
     spec_sha256: str | None, now: float, problems: list[str] | None = None,
+    usage: dict[str, Any] | None = None, budget_stop: Mapping[str, Any] | None = None,
 ) -> RunStatus:
     pending = [s for s in signals if s.status is SignalStatus.PENDING]
     lease = None
@@ -114,12 +126,30 @@ def describe(
         run_id=run.id, title=run.title, state=run.state.value, step=run.step,
         attempt=run.attempt, completed_steps=completed, effects=[e.to_dict() for e in effects],
         next_action=next_action(run, effects, spec_sha256=spec_sha256, now=now,
-                                pending_signals=len(pending)),
+                                pending_signals=len(pending), budget_stop=budget_stop),
         reason=run.reason, lease=lease, head_revision=run.head_revision,
         spec_sha256=spec_sha256,
         pending_signals=[s.to_dict() for s in pending],
         problems=list(problems or []),
+        usage=dict(usage or {}),
     )
+
+
+def usage_view(events: Iterable[Event], prepared: Mapping[str, Any] | None, *, now: float,
+               steps: bool = True) -> dict[str, Any]:
+    """What a run's agents spent, in total and per agent run (``steps``), and its budget:
+    each limit that is set, with what was allowed and what was spent of it."""
+    events = list(events)
+    runs = agent_runs(events)
+    totals = total(runs)
+    budget = budget_of(prepared, events)
+    spend = Spend(totals, active_seconds(events, now))
+    limits = {which.value: {"allowed": budget.limit(which), "spent": round(spend.of(which), 6)}
+              for which in Limit if budget.limit(which) is not None}
+    view: dict[str, Any] = {"total": totals.to_dict(), "budget": limits}
+    if steps:
+        view["steps"] = [run.to_dict() for run in runs]
+    return view
 
 
 class PhaseStatus(StrEnum):
@@ -131,8 +161,11 @@ class PhaseStatus(StrEnum):
 
 
 def tracking_view(run: Run, completed: list[str], *, spec_sha256: str | None,
-                  branch: str, at: float, failure: str | None = None) -> dict[str, Any]:
-    """The tracking comment's content as data, at the transition recorded at ``at``."""
+                  branch: str, at: float, failure: str | None = None,
+                  usage: Mapping[str, Any] | None = None,
+                  budget_stop: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The tracking comment's content as data, at the transition recorded at ``at``
+    (``usage``: ``usage_view`` without steps; ``budget_stop``: the exhaustion that stops it)."""
     done = {StepId.parse(step).state for step in completed}
     current = run.step_id.state
     phases = []
@@ -150,11 +183,14 @@ def tracking_view(run: Run, completed: list[str], *, spec_sha256: str | None,
         phases.append({"phase": phase.value, "status": status.value,
                        **({"repairs": repairs} if phase is State.VERIFY and repairs else {})})
     # Recorded under the writer's lease: what comes next does not depend on who holds it.
-    action = next_action(replace(run, lease_owner=None), [], spec_sha256=spec_sha256, now=at)
+    action = next_action(replace(run, lease_owner=None), [], spec_sha256=spec_sha256, now=at,
+                         budget_stop=budget_stop)
     return {
         "run": run.id, "title": run.title, "state": run.state.value, "step": run.step,
         "phases": phases, "branch": branch, "spec_sha256": spec_sha256,
         "elapsed_s": round(max(0.0, at - run.created_at), 1),
         "reason": run.reason, "next_action": action.to_dict(),
         **({"failure_class": failure} if failure else {}),
+        **({"usage": dict(usage)} if usage and usage.get("total", {}).get("agent_runs")
+           else {}),
     }

@@ -141,6 +141,7 @@ def test_environment_cwd_and_stdin(tmp_path: Path) -> None:
         "RATCHET_STEP": "research.1",
         "RATCHET_PROMPT_FILE": str(task.prompt_file),
         "RATCHET_OUTPUT": str(task.output),
+        "RATCHET_USAGE": str(task.usage_file),
         "RATCHET_WORKTREE": str(task.worktree),
         "EXTRA": "yes",
         "cwd": str(task.worktree.resolve()),

@@ -61,6 +61,9 @@ class Words:
     def mention(self, author: str) -> str:
         return f"@{author}"
 
+    def budget(self, run_id: str, amount: str) -> str:
+        return f"/budget {amount}"
+
 
 @pytest.mark.parametrize(("state", "kind", "payload", "outcome", "refusal"), [
     (State.AWAITING_APPROVAL, SignalKind.APPROVE, {"hash": SPEC[:12]}, Outcome.APPROVED, None),

@@ -50,6 +50,9 @@ MAX_NESTING_DEPTH = 32
 # Default for `limits.max_file_bytes`: the largest file a change may add to the worktree.
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 
+# Default for `agent.idle_timeout`: seconds an agent may print nothing and change nothing.
+DEFAULT_IDLE_TIMEOUT = 600.0
+
 # Opening the config in a checked-out (possibly hostile) tree: never through a symlink, never
 # blocking on a FIFO, never becoming a controlling terminal.
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -210,6 +213,27 @@ class ApprovalConfig(_Model):
     timeout_hours: float | None = Field(default=None, gt=0)
 
 
+class BudgetConfig(_Model):
+    """The `budget` section: what one run may spend (unset: the service's default, if any).
+
+    `max_cost_usd`: dollars the agents report; `max_agent_minutes`: agent wall time the runner
+    measures; `max_agent_runs`: agent invocations, retries included; `max_run_hours`: time the
+    run works, without its waits for people. Only parsed here; the runner enforces it.
+    """
+
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    max_agent_minutes: float | None = Field(default=None, gt=0)
+    max_agent_runs: int | None = Field(default=None, ge=1)
+    max_run_hours: float | None = Field(default=None, gt=0)
+
+
+class AgentConfig(_Model):
+    """The `agent` section. `idle_timeout`: seconds an agent may print nothing and change
+    nothing in the worktree before its sandbox is ended (a hung agent)."""
+
+    idle_timeout: float = Field(default=DEFAULT_IDLE_TIMEOUT, gt=0)
+
+
 class RepositoryConfig(_Model):
     """The whole file. An unknown top-level section is an error.
 
@@ -222,6 +246,8 @@ class RepositoryConfig(_Model):
     repair: RepairConfig = RepairConfig()
     limits: LimitsConfig = LimitsConfig()
     approval: ApprovalConfig = ApprovalConfig()
+    budget: BudgetConfig = BudgetConfig()
+    agent: AgentConfig = AgentConfig()
 
 
 def load_repository_config(repo_root: Path) -> RepositoryConfig:

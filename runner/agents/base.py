@@ -8,9 +8,12 @@ classifies by type.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
+
+from runner.usage import USAGE_FILE
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,14 @@ class AgentTask:
     log_file: Path  # the agent's combined stdout and stderr (written by the runner, not bound)
     timeout: float  # seconds; the whole process group is killed at the timeout
     readable: tuple[Path, ...] = ()  # extra paths the sandbox shows read-only (repo objects)
+    # Seconds without output and without a worktree change before the agent is ended (None:
+    # never); ``timeout`` still bounds the whole run.
+    idle_timeout: float | None = None
+
+    @property
+    def usage_file(self) -> Path:
+        """Where the agent may report its usage (RATCHET_USAGE): in its output folder."""
+        return self.output_dir / USAGE_FILE
 
 
 @dataclass(frozen=True)
@@ -38,6 +49,7 @@ class AgentResult:
     duration_s: float
     output_sha256: str  # of the output file's bytes
     log_tail: str  # last ~4 KiB of the log, for evidence
+    usage: Mapping[str, Any] = field(default_factory=dict)  # runner/usage.py's record
 
 
 class Agent(Protocol):

@@ -1,14 +1,18 @@
 """The command agent: runs any coding-agent CLI from a command-line template.
 
-The template is split once with ``shlex.split`` and placeholders are substituted inside each
-argv element; no shell is involved, so a prompt is never re-parsed or executed. The agent runs
-in the sandbox (``runner/sandbox.py``) and in its own process group, which is killed as a whole
-on timeout, on cancellation and after the agent exits; the sandbox's PID namespace ends every
-descendant that left the group. Its output is read without following symlinks and capped.
+The template (one, or one per phase for a preset of ``runner/agents/presets.py``) is split once
+with ``shlex.split`` and placeholders are substituted inside each argv element; no shell is
+involved, so a prompt is never re-parsed or executed. The agent runs in the sandbox
+(``runner/sandbox.py``) and in its own process group, which is killed as a whole on timeout, on
+cancellation, when it has been idle (no output, no worktree change) for its idle timeout, and
+after the agent exits; the sandbox's PID namespace ends every descendant that left the group.
+Its output and its usage report are read without following symlinks and capped; what it spent
+(``runner/usage.py``) travels with its result or with the failure it raised.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import logging
@@ -16,23 +20,33 @@ import os
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from string import Formatter
+from typing import Any
 
 from runner.agents.base import AgentResult, AgentTask
-from runner.errors import DeterministicFailure, PolicyViolation, TransientFailure
+from runner.errors import (
+    AgentIdle,
+    AgentTimedOut,
+    DeterministicFailure,
+    PolicyViolation,
+    StepFailure,
+    TransientFailure,
+)
 from runner.sandbox import Sandbox
+from runner.usage import MAX_USAGE_BYTES, decode_usage, measured, merge_usage
 from verification.files import UnsafePath, read_beneath
 from verification.process import stop_group
 
 log = logging.getLogger(__name__)
 
 # The placeholders a template may use; anything else is a typo caught at construction.
-PLACEHOLDERS = ("prompt", "prompt_file", "output", "phase")
+PLACEHOLDERS = ("prompt", "prompt_file", "output", "output_dir", "phase")
 # Exit status an agent uses for "try again later" (EX_TEMPFAIL from sysexits.h).
 EXIT_TRANSIENT = 75
 # Short enough that a lost lease stops the agent promptly.
@@ -41,6 +55,12 @@ POLL_INTERVAL = 0.05
 LOG_TAIL_BYTES = 4096
 # Default cap on a phase's output file (a setting overrides it).
 MAX_OUTPUT_BYTES = 1 << 20
+# How much of the log end a usage parser reads (a CLI's totals come last).
+USAGE_LOG_BYTES = 1 << 20
+# Bounds on how often an idle watch walks the worktree: a tenth of the idle timeout, at least
+# this often for short timeouts, at most this rarely for long ones (a walk costs a stat a file).
+IDLE_WALK_MIN = 0.1
+IDLE_WALK_MAX = 15.0
 
 # One argv element: literal text and placeholder names, in order.
 _Part = tuple[str, str | None]
@@ -99,19 +119,31 @@ class CommandAgent:
 
     def __init__(
         self,
-        template: str,
+        template: str | Mapping[str, str],
         *,
         env: Mapping[str, str] | None = None,
         kill_grace: float = 5.0,
         sandbox: Sandbox | None = None,
         max_output_bytes: int = MAX_OUTPUT_BYTES,
+        parse_usage: Callable[[str], dict[str, Any]] | None = None,
+        install_hint: str | None = None,
     ) -> None:
-        self.template = template
-        self._argv = parse_template(template)
+        """``template`` is one template, or one per phase (a preset's); ``parse_usage`` reads
+        the CLI's own log into a usage record; ``install_hint`` says how to get a missing
+        program."""
+        self.templates = ({"": template} if isinstance(template, str) else dict(template))
+        self.template = next(iter(self.templates.values()))
+        self._argv = {phase: parse_template(text) for phase, text in self.templates.items()}
         self._env = dict(os.environ if env is None else env)
         self.kill_grace = kill_grace
         self.sandbox = sandbox or Sandbox()
         self.max_output_bytes = max_output_bytes
+        self.parse_usage = parse_usage
+        self.install_hint = install_hint
+
+    def template_for(self, phase: str) -> str:
+        """The template ``phase`` runs (a single template runs every phase)."""
+        return self.templates.get(phase, self.templates.get("", self.template))
 
     def run(self, task: AgentTask, *, cancel: threading.Event | None = None) -> AgentResult:
         """Run the agent for ``task`` and validate its output.
@@ -120,12 +152,15 @@ class CommandAgent:
         ``DeterministicFailure`` when the command cannot start, exits non-zero, or exits 0
         without writing ``task.output``.
         """
+        template = self.template_for(task.phase)
+        parsed = self._argv.get(task.phase) or self._argv.get("") or parse_template(template)
         argv = render_argv(
-            self._argv,
+            parsed,
             {
                 "prompt": task.prompt,
                 "prompt_file": str(task.prompt_file),
                 "output": str(task.output),
+                "output_dir": str(task.output_dir),
                 "phase": task.phase,
             },
         )
@@ -134,24 +169,36 @@ class CommandAgent:
             task.run_id, task.step, argv[0], str(task.worktree), self.sandbox.mode,
         )
         started = time.monotonic()
-        proc = self._start(argv, task)
+        proc = self._start(argv, task, template)
         try:
             stopped = self._wait(proc, task, cancel)
         finally:
-            # In every path: kill what is left of the group (all of it on timeout or
+            # In every path: kill what is left of the group (all of it on timeout, idleness or
             # cancellation, leftovers after a normal exit) and reap the leader.
             returncode = stop_group(proc, grace=self.kill_grace)
         duration = time.monotonic() - started
         tail = _read_tail(task.log_file)
+        usage = self._usage(task, duration)
         evidence = {
             "command": argv[0],
-            "template": self.template,
+            "template": template,
             "exit_code": returncode,
             "duration_s": round(duration, 3),
             "log_file": str(task.log_file),
             "log_tail": tail,
             "sandbox": str(self.sandbox.mode),
         }
+        try:
+            return self._conclude(task, stopped, returncode, duration, tail, evidence, usage)
+        except StepFailure as failure:
+            failure.usage = failure.usage or usage
+            raise
+
+    def _conclude(
+        self, task: AgentTask, stopped: str | None, returncode: int, duration: float,
+        tail: str, evidence: dict[str, Any], usage: dict[str, Any],
+    ) -> AgentResult:
+        """The result of a finished agent, or the failure that says why there is none."""
         log.info(
             "run %r step %r: agent ended with %r after %.1fs (%r)",
             task.run_id, task.step, returncode, duration, stopped,
@@ -159,11 +206,19 @@ class CommandAgent:
         if stopped == "cancelled":
             raise TransientFailure("cancelled: lease lost", evidence=evidence)
         if stopped == "timeout":
-            raise TransientFailure(
+            raise AgentTimedOut(
                 f"agent timed out after {task.timeout:g}s in step {task.step!r} of run "
                 f"{task.run_id!r}; its process group was killed; the step will be retried "
                 f"(raise the timeout if it needs longer; log: {task.log_file})",
-                evidence=evidence,
+                evidence={**evidence, "stopped": "timeout", "timeout_s": task.timeout},
+            )
+        if stopped == "idle":
+            raise AgentIdle(
+                f"agent printed nothing and changed nothing in the worktree for"
+                f" {task.idle_timeout:g}s in step {task.step!r} of run {task.run_id!r}; its"
+                f" sandbox was ended (agent.idle_timeout in .github/ratchet.yml; log:"
+                f" {task.log_file})",
+                evidence={**evidence, "stopped": "idle", "idle_timeout_s": task.idle_timeout},
             )
         if returncode == EXIT_TRANSIENT:
             raise TransientFailure(
@@ -184,9 +239,24 @@ class CommandAgent:
                 read_output(task, limit=self.max_output_bytes, evidence=evidence)
             ).hexdigest(),
             log_tail=tail,
+            usage=usage,
         )
 
-    def _start(self, argv: list[str], task: AgentTask) -> subprocess.Popen[bytes]:
+    def _usage(self, task: AgentTask, duration: float) -> dict[str, Any]:
+        """What the agent spent: its CLI's own report (a preset's parser reads the log), its
+        RATCHET_USAGE file over it, and the wall time measured here."""
+        parsed: dict[str, Any] = {}
+        if self.parse_usage is not None:
+            try:
+                parsed = self.parse_usage(_read_tail(task.log_file, USAGE_LOG_BYTES))
+            except Exception as exc:  # a parser bug must not lose the step
+                log.warning("run %r step %r: usage parser failed: %r", task.run_id, task.step,
+                            exc)
+                parsed = {"problems": [f"the CLI's output could not be read: {exc!r}"]}
+        return measured(merge_usage(read_usage_file(task), parsed), seconds=duration)
+
+    def _start(self, argv: list[str], task: AgentTask,
+               template: str) -> subprocess.Popen[bytes]:
         """Start the agent in its own session with stdout and stderr going to the log."""
         env = {
             **self._env,
@@ -195,18 +265,21 @@ class CommandAgent:
             "RATCHET_STEP": task.step,
             "RATCHET_PROMPT_FILE": str(task.prompt_file),
             "RATCHET_OUTPUT": str(task.output),
+            "RATCHET_USAGE": str(task.usage_file),
             "RATCHET_WORKTREE": str(task.worktree),
         }
         program = shutil.which(argv[0], path=env.get("PATH"))
         if self.sandbox.confined and program is None:
             # Inside the sandbox the failure would only show as bwrap's exit 1.
             raise DeterministicFailure(
-                f"cannot start agent command {argv[0]!r} from template {self.template!r}: not "
-                f"found on the agent's PATH; {_start_hint(None)}",
-                evidence={"command": argv[0], "template": self.template},
+                f"cannot start agent command {argv[0]!r} from template {template!r}: not "
+                f"found on the agent's PATH; {self.install_hint or _start_hint(None)}",
+                evidence={"command": argv[0], "template": template},
             )
         task.log_file.parent.mkdir(parents=True, exist_ok=True)
         task.output_dir.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            task.usage_file.unlink()  # an earlier run's report is not this one's
         # The program itself stays visible even where the sandbox masks its folder (/tmp).
         location = Path(program).absolute() if program else None
         program_path = (location,) if location and self.sandbox.masks(location) else ()
@@ -227,20 +300,30 @@ class CommandAgent:
                 )
             except OSError as exc:
                 raise DeterministicFailure(
-                    f"cannot start agent command {argv[0]!r} from template {self.template!r} "
+                    f"cannot start agent command {argv[0]!r} from template {template!r} "
                     f"in {str(task.worktree)!r}: {exc.strerror or exc}"
-                    f"{f' ({exc.filename})' if exc.filename else ''}; {_start_hint(exc)}",
-                    evidence={"command": argv[0], "template": self.template},
+                    f"{f' ({exc.filename})' if exc.filename else ''};"
+                    f" {self._hint(exc)}",
+                    evidence={"command": argv[0], "template": template},
                 ) from exc
+
+    def _hint(self, exc: OSError) -> str:
+        """What to do about an agent that could not start: a preset's install hint when its
+        program is missing."""
+        if self.install_hint and exc.errno == errno.ENOENT:
+            return self.install_hint
+        return _start_hint(exc)
 
     def _wait(
         self, proc: subprocess.Popen[bytes], task: AgentTask, cancel: threading.Event | None
     ) -> str | None:
         """Wait for the agent to exit; say why it must be stopped instead, if it must.
 
-        Returns None when it exited, "timeout" or "cancelled" when the caller must stop it.
+        Returns None when it exited, "timeout", "idle" or "cancelled" when the caller must
+        stop it.
         """
         deadline = time.monotonic() + task.timeout
+        watch = Activity(task) if task.idle_timeout else None
         while True:
             if cancel is not None and cancel.is_set():
                 log.warning("run %r step %r: cancelled, killing agent", task.run_id, task.step)
@@ -249,11 +332,88 @@ class CommandAgent:
             if remaining <= 0:
                 log.warning("run %r step %r: agent timed out", task.run_id, task.step)
                 return "timeout"
+            if watch is not None and watch.idle_for() >= (task.idle_timeout or 0):
+                log.warning("run %r step %r: agent idle for %rs, ending it", task.run_id,
+                            task.step, task.idle_timeout)
+                return "idle"
             try:
                 proc.wait(timeout=min(POLL_INTERVAL, remaining))
                 return None
             except subprocess.TimeoutExpired:
                 continue
+
+
+class Activity:
+    """Watches an agent for signs of life: its log growing, or a change in its worktree or
+    output folder (a file's size or modification time, a file added or removed).
+
+    The log is looked at on every poll; the folders, which cost a walk, about ten times per
+    idle timeout (``IDLE_WALK_MIN`` to ``IDLE_WALK_MAX`` seconds apart).
+    """
+
+    def __init__(self, task: AgentTask) -> None:
+        self.task = task
+        self.interval = min(max((task.idle_timeout or 0) / 10, IDLE_WALK_MIN), IDLE_WALK_MAX)
+        now = time.monotonic()
+        self.last_change = now
+        self.next_walk = now + self.interval
+        self.log_size = _size(task.log_file)
+        self.tree = _fingerprint((task.worktree, task.output_dir))
+
+    def idle_for(self) -> float:
+        """Seconds since the agent last showed a sign of life."""
+        now = time.monotonic()
+        size = _size(self.task.log_file)
+        if size != self.log_size:
+            self.log_size, self.last_change = size, now
+        if now >= self.next_walk:
+            self.next_walk = now + self.interval
+            tree = _fingerprint((self.task.worktree, self.task.output_dir))
+            if tree != self.tree:
+                self.tree, self.last_change = tree, now
+        return now - self.last_change
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
+
+
+def _fingerprint(roots: Sequence[Path]) -> str:
+    """A digest of every path, size and modification time under ``roots`` (symlinks not
+    followed): it changes when the agent writes, creates or removes anything there."""
+    digest = hashlib.blake2b(digest_size=16)
+    for root in roots:
+        for folder, dirs, files in os.walk(root, followlinks=False):
+            dirs.sort()
+            for name in sorted(files) + dirs:
+                path = os.path.join(folder, name)
+                try:
+                    info = os.lstat(path)
+                except OSError:
+                    continue  # removed while we looked: the next walk sees it gone
+                size = info.st_size if stat.S_ISREG(info.st_mode) else 0
+                digest.update(f"{path}\0{size}\0{info.st_mtime_ns}\n".encode(
+                    errors="surrogateescape"))
+    return digest.hexdigest()
+
+
+def read_usage_file(task: AgentTask) -> dict[str, Any]:
+    """The agent's RATCHET_USAGE report: read beneath its output folder without following a
+    symlink and capped at ``MAX_USAGE_BYTES``; none is an empty record, a bad one a problem
+    noted in it."""
+    relative = task.usage_file.relative_to(task.output_dir).as_posix()
+    try:
+        raw = read_beneath(task.output_dir, relative, limit=MAX_USAGE_BYTES)
+    except UnsafePath as exc:
+        if exc.reason == "missing":
+            return {}
+        return {"problems": [f"the usage file cannot be used: {exc}"]}
+    except OSError as exc:
+        return {"problems": [f"the usage file cannot be read: {exc}"]}
+    return decode_usage(raw)
 
 
 def read_output(
@@ -293,12 +453,12 @@ def read_output(
     return data
 
 
-def _read_tail(path: Path) -> str:
-    """The last ``LOG_TAIL_BYTES`` of the log, decoded leniently; empty if there is none."""
+def _read_tail(path: Path, size: int = LOG_TAIL_BYTES) -> str:
+    """The last ``size`` bytes of the log, decoded leniently; empty if there is none."""
     try:
         with path.open("rb") as fp:
             fp.seek(0, os.SEEK_END)
-            fp.seek(max(0, fp.tell() - LOG_TAIL_BYTES))
+            fp.seek(max(0, fp.tell() - size))
             return fp.read().decode("utf-8", errors="replace")
     except OSError:
         return ""

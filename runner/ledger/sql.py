@@ -522,6 +522,18 @@ class SqlStore(ABC):
             for r in rows
         ]
 
+    def events_of_type(self, event_type: EventType) -> list[Event]:
+        with self._read() as tx:
+            rows = tx.all(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE type = ? ORDER BY run_id, seq",
+                (event_type.value,),
+            )
+        return [
+            Event(r["run_id"], r["seq"], r["type"], r["at"], r["step"], r["attempt"],
+                  r["lease_epoch"], r["revision"], r["key"], json.loads(r["data"]))
+            for r in rows
+        ]
+
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
         with self._read() as tx:
             rows = tx.all(

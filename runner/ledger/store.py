@@ -24,7 +24,7 @@ from runner.ledger.records import (
     Signal,
     SignalFor,
 )
-from runner.names import SignalStatus
+from runner.names import EventType, SignalStatus
 from runner.workflow import State
 
 
@@ -92,6 +92,10 @@ class Store(Protocol):
 
     # history
     def events(self, run_id: str, *, after: int = 0) -> list[Event]: ...
+    def events_of_type(self, event_type: EventType) -> list[Event]:
+        """Every run's events of one type, by run and sequence (for metrics: agent usage)."""
+        ...
+
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
         """The run's checkpoints in commit order; raises ``CorruptCheckpoint`` on a bad hash."""
         ...

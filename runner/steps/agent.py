@@ -8,14 +8,25 @@ the tree as it found it. Specify also opens the spec's review (``runner/steps/re
 
 from __future__ import annotations
 
+import json
 import shutil
+from collections.abc import Mapping
 from typing import Any
 
-from runner.agents.base import AgentTask
+from runner.agents.base import AgentResult, AgentTask
 from runner.agents.command import read_output
 from runner.agents.prompt import FailingCheck, PromptContext, output_path, render_prompt
+from runner.budget import stopped_at
 from runner.canonical import sha256_hex
-from runner.errors import DeterministicFailure, PolicyViolation
+from runner.decisions import decide_idle, idle_timeouts
+from runner.errors import (
+    AgentIdle,
+    AgentTimedOut,
+    BudgetExhausted,
+    DeterministicFailure,
+    PolicyViolation,
+    StepFailure,
+)
 from runner.ledger.records import NewEvent
 from runner.names import EventType
 from runner.results import VerifyRecord
@@ -30,6 +41,7 @@ from runner.steps.base import (
     write_journal,
 )
 from runner.steps.review import open_review
+from runner.usage import usage_event_data
 from runner.workflow import PROFILES, Outcome, State
 from verification.files import printable_path
 
@@ -58,7 +70,7 @@ def run_agent(inp: StepInput, services: StepServices) -> StepResult:
         run_id=run.id, phase=phase.value, step=step, worktree=inp.worktree, prompt=prompt,
         prompt_file=folder / "prompt.md", output_dir=folder / "out",
         output=folder / "out" / output_rel, log_file=folder / f"agent.{run.attempt}.log",
-        timeout=services.agent_timeout,
+        timeout=services.agent_timeout, idle_timeout=inp.config.agent.idle_timeout,
         readable=(services.workspaces.repository_objects(inp.worktree),),
     )
     result = inp.adopted
@@ -67,10 +79,47 @@ def run_agent(inp: StepInput, services: StepServices) -> StepResult:
         shutil.rmtree(task.output_dir, ignore_errors=True)  # no stale output passes for this one
         task.output.parent.mkdir(parents=True, exist_ok=True)
         task.prompt_file.write_text(prompt)
-        result = services.agent().run(task, cancel=services.cancel)
+        result = _run(task, inp, services)
         write_journal(folder, result)
     services.crash.reached("after_agent_output", step)
+    usage = _redacted(services, result.usage)
+    try:
+        return _conclude(inp, services, phase, task, prompt, result, usage)
+    except StepFailure as failure:  # the agent ran: what it spent is recorded with the failure
+        failure.usage = failure.usage or usage
+        raise
 
+
+def _run(task: AgentTask, inp: StepInput, services: StepServices) -> AgentResult:
+    """Run the agent; a hung agent's failure is decided by how often it hung in this step,
+    and one stopped by the budget's time is an authority stop, not a timeout to retry."""
+    try:
+        return services.agent().run(task, cancel=services.cancel)
+    except AgentIdle as idle:
+        earlier = idle_timeouts(services.store.events(inp.run.id), inp.run.step)
+        raise decide_idle(idle, earlier=earlier) from None
+    except AgentTimedOut as timeout:
+        if services.budget_bound is None:
+            raise
+        seconds = float((timeout.usage or {}).get("agent_seconds") or task.timeout)
+        exhaustion = stopped_at(services.budget_bound, step=inp.run.step, seconds=seconds)
+        raise BudgetExhausted(
+            f"{exhaustion.reason}; the {task.phase} agent was stopped at the budget after"
+            f" {seconds:.1f}s",
+            exhaustion=exhaustion.to_dict(), usage=timeout.usage,
+        ) from None
+
+
+def _redacted(services: StepServices, usage: Mapping[str, Any]) -> dict[str, Any]:
+    """Agent-written values are evidence: redacted before they are stored."""
+    return json.loads(services.redact(json.dumps(dict(usage), sort_keys=True, default=str)))
+
+
+def _conclude(inp: StepInput, services: StepServices, phase: State, task: AgentTask,
+              prompt: str, result: AgentResult, usage: dict[str, Any]) -> StepResult:
+    """What the agent left, checked and recorded with what it spent."""
+    run, step = inp.run, inp.run.step
+    output_rel = task.output.relative_to(task.output_dir).as_posix()
     content = read_output(task, limit=services.max_output_bytes)
     if sha256_hex(content) != result.output_sha256:
         raise DeterministicFailure(
@@ -87,6 +136,7 @@ def run_agent(inp: StepInput, services: StepServices) -> StepResult:
         "exit_code": result.exit_code,
         "duration_s": round(result.duration_s, 3),
         "sandbox": str(services.sandbox.mode),
+        "usage": usage,
     }
     tree, patch_sha = inp.tree, inp.patch_sha
     if PROFILES[phase].modify_worktree:
@@ -98,7 +148,9 @@ def run_agent(inp: StepInput, services: StepServices) -> StepResult:
     record.update(tree=tree, patch=patch_sha)
 
     events = (NewEvent(COMPLETED_EVENTS[phase], step=step, attempt=run.attempt,
-                       data={"output": output_rel, "sha256": stored_sha, "tree": tree}),)
+                       data={"output": output_rel, "sha256": stored_sha, "tree": tree}),
+              NewEvent(EventType.AGENT_USAGE, step=step, attempt=run.attempt,
+                       data=usage_event_data("completed", usage)))
     effects: tuple = ()
     if phase is State.SPECIFY:
         review = open_review(inp, services, spec_text=artifacts[output_rel].decode(

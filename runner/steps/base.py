@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.agents.base import Agent, AgentResult
+from runner.budget import Budget
 from runner.effects import EffectRequest, effect_key
 from runner.errors import CorruptArtifact
 from runner.faults import CrashPoints
@@ -50,6 +51,10 @@ class StepServices:
     lease: Callable[[], Lease]  # the current (renewed) lease
     cancel: threading.Event  # set when the lease is lost or a cancel arrives
     access: RemoteAccess = NO_ACCESS  # how git reaches the run's remote
+    # The run's budget when it is what bounds ``agent_timeout`` (an agent stopped then has
+    # spent it: an authority stop, not a timeout to retry); runner/budget.py.
+    budget_bound: Mapping[str, Any] | None = None
+    budget_defaults: Budget = field(default_factory=Budget)  # the service's RATCHET_BUDGET_*
 
 
 @dataclass(frozen=True)
@@ -149,15 +154,19 @@ def write_journal(folder: Path, result: AgentResult) -> None:
     write_atomic(folder / JOURNAL, json.dumps({
         "exit_code": result.exit_code, "duration_s": result.duration_s,
         "output_sha256": result.output_sha256, "log_tail": result.log_tail,
+        "usage": dict(result.usage),
     }).encode())
 
 
 def read_journal(folder: Path) -> AgentResult | None:
+    """The journal of a finished agent; its usage comes with it, so a step adopted after a
+    crash records what its agent spent, once."""
     try:
         data = json.loads((folder / JOURNAL).read_text())
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         return AgentResult(data["exit_code"], data["duration_s"], data["output_sha256"],
-                           data["log_tail"])
-    except (OSError, ValueError, KeyError):
+                           data["log_tail"], usage)
+    except (OSError, ValueError, KeyError, AttributeError):
         return None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from runner.budget import Budget
 from runner.errors import DeterministicFailure
 from runner.ledger.records import NewEvent
 from runner.names import EventType
@@ -42,9 +43,12 @@ def prepare(inp: StepInput, services: StepServices) -> StepResult:
                     f" ({config.trigger_label!r}, in .github/ratchet.yml)"),
         )
     tree = services.workspaces.tree_of(inp.worktree)
+    # The run's budget is fixed here: the repository's, each unset limit the service's default.
+    budget = Budget.from_dict(config.budget.model_dump()).merged(services.budget_defaults)
     return StepResult(
         Outcome.VERIFY_ONLY if pull_request else Outcome.COMPLETED,
-        record={"config": config.model_dump(mode="json"), "tree": tree, "base": inp.base},
+        record={"config": config.model_dump(mode="json"), "tree": tree, "base": inp.base,
+                "budget": budget.to_dict()},
         tree=tree,
         events=(NewEvent(EventType.WORKSPACE_PREPARED, step=inp.run.step, revision=inp.base,
                          data={"tree": tree}),),

@@ -28,11 +28,13 @@ def test_every_printed_command_parses_back_to_its_signal() -> None:
         SignalKind.REQUEST_CHANGES: WORDS.request_changes("run-1"),
         SignalKind.RETRY: WORDS.retry("run-1"),
         SignalKind.CANCEL: WORDS.cancel("run-1"),
+        SignalKind.BUDGET: WORDS.budget("run-1", "+30m"),
     }
     for kind, text in printed.items():
         parsed = commands.parse_command(text)
         assert parsed is not None and parsed.kind is kind, text
     assert commands.parse_command(printed[SignalKind.APPROVE]).argument == "0123456789ab"
+    assert commands.parse_command(printed[SignalKind.BUDGET]).argument == "+30m"
 
 
 def test_texts_for_people_use_the_commands() -> None:

@@ -1,0 +1,277 @@
+"""Presets for real agent CLIs: each one's documented non-interactive invocation per phase, and
+a parser that reads its own output into a usage record (``runner/usage.py``).
+
+A preset is a command template per phase (``runner/agents/command.py`` runs it) plus the CLI's
+install hint. Read-only phases (research, specify) get each CLI's read-only mode where it has
+one; the runner still checks the worktree after every step, whatever the CLI promised. Output
+formats, as documented:
+
+- Claude Code (``claude -p --output-format json``): one result object with ``total_cost_usd``,
+  ``num_turns`` and ``usage`` (``input_tokens``, ``output_tokens``,
+  ``cache_read_input_tokens``); https://docs.anthropic.com/en/docs/claude-code/sdk/sdk-headless
+- Codex (``codex exec --json``): JSON lines; each ``turn.completed`` carries ``usage``
+  (``input_tokens``, ``cached_input_tokens``, ``output_tokens``);
+  https://developers.openai.com/codex/noninteractive
+- aider (``--message-file``): prints ``Tokens: 12k sent, 1.3k cache hit, 133 received.`` and
+  ``Cost: $0.04 message, $0.10 session.`` per message; https://aider.chat/docs/scripting.html
+- goose (``goose run --output-format json``): one object whose ``metadata`` has
+  ``total_tokens``; https://block.github.io/goose/docs/guides/goose-cli-commands
+- opencode (``opencode run --format json``): JSON lines; each ``step_finish`` part carries
+  ``cost`` and ``tokens`` (``input``, ``output``, ``cache.read``); https://opencode.ai/docs/cli/
+
+Parsers are pure and forgiving: the log mixes the CLI's stdout and stderr, so anything that is
+not the documented shape is skipped, and a log without it gives an empty record.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+UsageParser = Callable[[str], dict[str, Any]]
+
+# The phases a preset has a template for.
+PHASES = ("research", "specify", "implement", "repair")
+READ_ONLY_PHASES = frozenset({"research", "specify"})
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A real agent CLI: its program, a template per phase, its usage parser, how to get it."""
+
+    name: str
+    program: str
+    templates: Mapping[str, str]  # phase -> command template
+    parse_usage: UsageParser
+    install: str  # what to run to install it
+    docs: str
+
+    @property
+    def install_hint(self) -> str:
+        return (f"the {self.name} preset runs {self.program!r}, which is not installed: install"
+                f" it ({self.install}; {self.docs}), or give --agent-command")
+
+
+def _per_phase(read_only: str, modifying: str) -> Mapping[str, str]:
+    return MappingProxyType({phase: read_only if phase in READ_ONLY_PHASES else modifying
+                             for phase in PHASES})
+
+
+def _same(template: str) -> Mapping[str, str]:
+    return _per_phase(template, template)
+
+
+# --- parsers -------------------------------------------------------------------------------
+
+
+def _json_objects(text: str) -> Iterator[dict[str, Any]]:
+    """Every JSON object in ``text`` that starts a line (single-line or pretty-printed)."""
+    decoder = json.JSONDecoder()
+    position = 0
+    while True:
+        start = text.find("{", position)
+        if start < 0:
+            return
+        if start and text[start - 1] != "\n":
+            position = start + 1
+            continue
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            position = start + 1
+            continue
+        position = end
+        if isinstance(value, dict):
+            yield value
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _put(record: dict[str, Any], key: str, value: object, *, whole: bool = True) -> None:
+    number = _number(value)
+    if number is not None and number >= 0:
+        record[key] = int(number) if whole else number
+
+
+def parse_claude(text: str) -> dict[str, Any]:
+    """Claude Code's result object (``--output-format json``, or the last line of
+    ``stream-json``)."""
+    result = None
+    for value in _json_objects(text):
+        if value.get("type") == "result":
+            result = value
+    if result is None:
+        return {}
+    record: dict[str, Any] = {}
+    _put(record, "cost_usd", result.get("total_cost_usd"), whole=False)
+    _put(record, "turns", result.get("num_turns"))
+    usage = result.get("usage") if isinstance(result.get("usage"), dict) else {}
+    _put(record, "input_tokens", usage.get("input_tokens"))
+    _put(record, "output_tokens", usage.get("output_tokens"))
+    _put(record, "cache_read_tokens", usage.get("cache_read_input_tokens"))
+    _put(record, "cache_write_tokens", usage.get("cache_creation_input_tokens"))
+    models = result.get("modelUsage")
+    if isinstance(models, dict) and len(models) == 1:
+        record["model"] = str(next(iter(models)))
+    return record
+
+
+def parse_codex(text: str) -> dict[str, Any]:
+    """Codex's JSON events: the usage of every ``turn.completed``, summed."""
+    sums = {"input_tokens": 0, "cache_read_tokens": 0, "output_tokens": 0}
+    turns = 0
+    for value in _json_objects(text):
+        if value.get("type") != "turn.completed" or not isinstance(value.get("usage"), dict):
+            continue
+        turns += 1
+        usage = value["usage"]
+        for key, source in (("input_tokens", "input_tokens"),
+                            ("cache_read_tokens", "cached_input_tokens"),
+                            ("output_tokens", "output_tokens")):
+            number = _number(usage.get(source))
+            sums[key] += int(number) if number and number > 0 else 0
+    return {**sums, "turns": turns} if turns else {}
+
+
+_AIDER_TOKENS = re.compile(
+    r"Tokens: (?P<sent>[\d.]+k?) sent(?:, (?P<write>[\d.]+k?) cache write)?"
+    r"(?:, (?P<hit>[\d.]+k?) cache hit)?, (?P<received>[\d.]+k?) received\.")
+_AIDER_COST = re.compile(r"Cost: \$(?P<message>[\d.]+) message, \$(?P<session>[\d.]+) session\.")
+
+
+def _aider_count(text: str | None) -> int:
+    if not text:
+        return 0
+    return round(float(text[:-1]) * 1000) if text.endswith("k") else int(float(text))
+
+
+def parse_aider(text: str) -> dict[str, Any]:
+    """aider's per-message reports: tokens summed (as printed, ``12k`` = 12000), cost from the
+    last session total."""
+    record: dict[str, Any] = {}
+    messages = 0
+    sent = received = hit = 0
+    for match in _AIDER_TOKENS.finditer(text):
+        messages += 1
+        sent += _aider_count(match.group("sent"))
+        received += _aider_count(match.group("received"))
+        hit += _aider_count(match.group("hit"))
+    if messages:
+        record.update(input_tokens=sent, output_tokens=received, cache_read_tokens=hit,
+                      turns=messages)
+    costs = list(_AIDER_COST.finditer(text))
+    if costs:
+        record["cost_usd"] = float(costs[-1].group("session"))
+    return record
+
+
+def parse_goose(text: str) -> dict[str, Any]:
+    """goose's JSON output (``metadata.total_tokens``) or stream's ``complete`` event; goose
+    reports tokens as one total, kept as ``total_tokens``."""
+    total = None
+    for value in _json_objects(text):
+        metadata = value.get("metadata")
+        if isinstance(metadata, dict) and "total_tokens" in metadata:
+            total = _number(metadata.get("total_tokens"))
+        elif value.get("type") == "complete":
+            total = _number(value.get("total_tokens"))
+    return {} if total is None or total < 0 else {"total_tokens": int(total)}
+
+
+def parse_opencode(text: str) -> dict[str, Any]:
+    """opencode's JSON events: the cost and tokens of every ``step_finish``, summed."""
+    record = {"cost_usd": 0.0, "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
+    steps = 0
+    for value in _json_objects(text):
+        part = value.get("part")
+        if value.get("type") != "step_finish" or not isinstance(part, dict):
+            continue
+        steps += 1
+        record["cost_usd"] += max(0.0, _number(part.get("cost")) or 0.0)
+        tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
+        cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+        for key, value_ in (("input_tokens", tokens.get("input")),
+                            ("output_tokens", tokens.get("output")),
+                            ("cache_read_tokens", cache.get("read"))):
+            number = _number(value_)
+            record[key] += int(number) if number and number > 0 else 0
+    if not steps:
+        return {}
+    record["cost_usd"] = round(record["cost_usd"], 8)
+    return {**record, "turns": steps}
+
+
+# --- the presets ---------------------------------------------------------------------------
+
+# Claude Code in print mode: read-only phases may read and write only their output (an
+# absolute path rule is written //path); others may edit and run commands in the worktree.
+_CLAUDE = "claude -p {prompt} --output-format json --add-dir {output_dir}"
+# Codex exec writes its last message to the phase's output itself.
+_CODEX = "codex exec --json --output-last-message {output} --sandbox"
+# aider: message-file mode, no commits, its history files kept out of the worktree.
+_AIDER = (
+    "aider --message-file {prompt_file} --yes-always --no-auto-commits --no-dirty-commits"
+    " --no-gitignore --no-check-update --no-show-release-notes --no-pretty --no-stream"
+    " --chat-history-file {output_dir}/aider.chat.history.md"
+    " --input-history-file {output_dir}/aider.input.history {output}"
+)
+
+PRESETS: Mapping[str, Preset] = MappingProxyType({
+    "claude": Preset(
+        name="claude", program="claude",
+        templates=_per_phase(
+            f"{_CLAUDE} --allowedTools Read,Glob,Grep,Write(/{{output}}),Edit(/{{output}})",
+            f"{_CLAUDE} --permission-mode acceptEdits"
+            " --allowedTools Bash,Read,Glob,Grep,Edit,Write",
+        ),
+        parse_usage=parse_claude,
+        install="npm install -g @anthropic-ai/claude-code",
+        docs="https://docs.anthropic.com/en/docs/claude-code/cli-reference",
+    ),
+    "codex": Preset(
+        name="codex", program="codex",
+        templates=_per_phase(f"{_CODEX} read-only {{prompt}}",
+                             f"{_CODEX} workspace-write {{prompt}}"),
+        parse_usage=parse_codex,
+        install="npm install -g @openai/codex",
+        docs="https://developers.openai.com/codex/noninteractive",
+    ),
+    "aider": Preset(
+        name="aider", program="aider", templates=_same(_AIDER), parse_usage=parse_aider,
+        install="python -m pip install aider-install && aider-install",
+        docs="https://aider.chat/docs/scripting.html",
+    ),
+    "goose": Preset(
+        name="goose", program="goose",
+        templates=_same("goose run --no-session --quiet --output-format json"
+                        " --instructions {prompt_file}"),
+        parse_usage=parse_goose,
+        install="curl -fsSL https://github.com/block/goose/releases/download/stable/"
+                "download_cli.sh | bash",
+        docs="https://block.github.io/goose/docs/guides/goose-cli-commands",
+    ),
+    "opencode": Preset(
+        name="opencode", program="opencode",
+        templates=_same("opencode run --format json {prompt}"),
+        parse_usage=parse_opencode,
+        install="npm install -g opencode-ai",
+        docs="https://opencode.ai/docs/cli/",
+    ),
+})
+
+
+def preset(name: str) -> Preset:
+    """The preset called ``name``; ``ValueError`` naming the known ones otherwise."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown agent preset {name!r}; the presets are"
+                         f" {', '.join(PRESETS)} (or give an agent command template)") from None

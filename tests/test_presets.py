@@ -1,0 +1,126 @@
+"""Presets for real agent CLIs: each one's command line per phase, and each parser on output
+samples in the CLI's documented format (tests/data/agents/, described in tests/data/README.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runner.agents.command import parse_template, render_argv
+from runner.agents.presets import (
+    PHASES,
+    PRESETS,
+    parse_aider,
+    parse_claude,
+    parse_codex,
+    parse_goose,
+    parse_opencode,
+    preset,
+)
+
+SAMPLES = Path(__file__).parent / "data" / "agents"
+VALUES = {
+    "prompt": "# Ratchet research step research.1 (run r-1)\n\nDo it.",
+    "prompt_file": "/s/research.1/prompt.md",
+    "output": "/s/research.1/out/research/repository-analysis.md",
+    "output_dir": "/s/research.1/out",
+    "phase": "research",
+}
+PROMPT, PROMPT_FILE, OUTPUT, OUTPUT_DIR = (
+    VALUES["prompt"], VALUES["prompt_file"], VALUES["output"], VALUES["output_dir"])
+# Every preset's argv per phase group: (research and specify, implement and repair).
+EXPECTED = {
+    "claude": (
+        ["claude", "-p", PROMPT, "--output-format", "json", "--add-dir", OUTPUT_DIR,
+         "--allowedTools", f"Read,Glob,Grep,Write(/{OUTPUT}),Edit(/{OUTPUT})"],
+        ["claude", "-p", PROMPT, "--output-format", "json", "--add-dir", OUTPUT_DIR,
+         "--permission-mode", "acceptEdits", "--allowedTools", "Bash,Read,Glob,Grep,Edit,Write"],
+    ),
+    "codex": (
+        ["codex", "exec", "--json", "--output-last-message", OUTPUT, "--sandbox", "read-only",
+         PROMPT],
+        ["codex", "exec", "--json", "--output-last-message", OUTPUT, "--sandbox",
+         "workspace-write", PROMPT],
+    ),
+    "aider": 2 * (
+        ["aider", "--message-file", PROMPT_FILE, "--yes-always", "--no-auto-commits",
+         "--no-dirty-commits", "--no-gitignore", "--no-check-update", "--no-show-release-notes",
+         "--no-pretty", "--no-stream", "--chat-history-file",
+         f"{OUTPUT_DIR}/aider.chat.history.md", "--input-history-file",
+         f"{OUTPUT_DIR}/aider.input.history", OUTPUT],
+    ),
+    "goose": 2 * (
+        ["goose", "run", "--no-session", "--quiet", "--output-format", "json",
+         "--instructions", PROMPT_FILE],
+    ),
+    "opencode": 2 * (["opencode", "run", "--format", "json", PROMPT],),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+@pytest.mark.parametrize("phase", PHASES)
+def test_each_preset_runs_its_documented_command_per_phase(name: str, phase: str) -> None:
+    chosen = preset(name)
+    argv = render_argv(parse_template(chosen.templates[phase]), {**VALUES, "phase": phase})
+    read_only, modifying = EXPECTED[name]
+    assert argv == (read_only if phase in {"research", "specify"} else modifying)
+    assert argv[0] == chosen.program
+    assert chosen.install in chosen.install_hint and "--agent-command" in chosen.install_hint
+
+
+def test_an_unknown_preset_names_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="claude, codex, aider, goose, opencode"):
+        preset("cursor")
+
+
+def noisy(name: str) -> str:
+    """A sample as it lands in the agent's log: stdout and stderr interleaved."""
+    return ("npm WARN config production Use `--omit=dev` instead.\n"
+            + (SAMPLES / name).read_text() + "\n{not json at all\n")
+
+
+def test_claude_json_result() -> None:
+    assert parse_claude(noisy("claude.json")) == {
+        "cost_usd": 0.1834275, "turns": 7, "input_tokens": 42, "output_tokens": 2317,
+        "cache_read_tokens": 118640, "cache_write_tokens": 9125, "model": "claude-sonnet-4-5",
+    }
+
+
+def test_claude_stream_json_takes_the_final_result() -> None:
+    assert parse_claude(noisy("claude-stream.jsonl")) == {
+        "cost_usd": 0.0079825, "turns": 3, "input_tokens": 3, "output_tokens": 6,
+        "cache_read_tokens": 15635,
+    }
+
+
+def test_codex_sums_every_completed_turn() -> None:
+    assert parse_codex(noisy("codex.jsonl")) == {
+        "input_tokens": 25963, "cache_read_tokens": 25472, "output_tokens": 200, "turns": 2,
+    }
+
+
+def test_aider_sums_messages_and_takes_the_session_cost() -> None:
+    assert parse_aider(noisy("aider.txt")) == {
+        "input_tokens": 16200, "output_tokens": 1337, "cache_read_tokens": 1300, "turns": 2,
+        "cost_usd": 0.03,
+    }
+
+
+def test_goose_reports_one_total() -> None:
+    assert parse_goose(noisy("goose.json")) == {"total_tokens": 18342}
+    assert parse_goose('{"type":"complete","total_tokens":512}\n') == {"total_tokens": 512}
+
+
+def test_opencode_sums_every_finished_step() -> None:
+    assert parse_opencode(noisy("opencode.jsonl")) == {
+        "cost_usd": 0.0168, "input_tokens": 19309, "output_tokens": 245,
+        "cache_read_tokens": 29400, "turns": 2,
+    }
+
+
+@pytest.mark.parametrize("parse", [parse_claude, parse_codex, parse_aider, parse_goose,
+                                   parse_opencode])
+def test_a_log_without_the_documented_output_gives_an_empty_record(parse) -> None:
+    assert parse("Error: could not reach the API\n{\"type\": \"result\"\n") == {}
