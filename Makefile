@@ -57,6 +57,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python bench/sandbox.py
 	$(BIN)/python bench/github_calls.py
 	$(BIN)/python bench/webhooks.py
+	$(BIN)/python bench/config.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -31,9 +30,10 @@ from verification.config import (
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
-# A generous bound for "fast": the real cost is milliseconds (seconds for the largest allowed
-# file, which PyYAML parses in pure Python); a regression takes minutes or never ends.
-SECONDS = 5.0
+# A guard against hanging, not a speed target (bench/config.py measures how fast hostile files
+# are refused, against a legitimate one): the real cost is milliseconds; a regression takes
+# minutes or never ends.
+HANG_SECONDS = 60.0
 
 
 def billion_laughs(levels: int = 9, width: int = 10) -> str:
@@ -62,16 +62,14 @@ HOSTILE: dict[str, bytes] = {
 }
 
 
-def parse_error(source: str | bytes) -> tuple[ConfigError, float]:
-    started = time.perf_counter()
+def parse_error(source: str | bytes) -> ConfigError:
     with pytest.raises(ConfigError) as caught:
         parse_repository_config(source)
-    return caught.value, time.perf_counter() - started
+    return caught.value
 
 
 def test_billion_laughs_is_refused_at_the_anchor_that_crosses_the_cap() -> None:
-    error, elapsed = parse_error(billion_laughs())
-    assert elapsed < 1.0
+    error = parse_error(billion_laughs())
     # a4 is the first level past the cap: 1 + 10 * (1 + 10 * (...)) nodes.
     assert (error.path, error.line, error.field) == (CONFIG_PATH, 5, "a4")
     assert f"more than {MAX_EXPANDED_NODES} YAML nodes" in error.problem
@@ -83,8 +81,7 @@ def test_laughs_through_mappings_and_merge_keys_are_refused() -> None:
     for level in range(1, 9):
         keys = ", ".join(f"k{i}: *x{level - 1}" for i in range(10))
         text += f"x{level}: &x{level} {{<<: *x{level - 1}, {keys}}}\n"
-    error, elapsed = parse_error(text)
-    assert elapsed < 1.0
+    error = parse_error(text)
     assert "YAML nodes" in error.problem
 
 
@@ -99,8 +96,7 @@ def test_laughs_through_mappings_and_merge_keys_are_refused() -> None:
     ids=["sequence", "mapping", "key", "in-a-check"],
 )
 def test_recursive_alias_is_refused(text: str, line: int, field: str) -> None:
-    error, elapsed = parse_error(text)
-    assert elapsed < 1.0
+    error = parse_error(text)
     assert (error.line, error.field) == (line, field)
     assert "never ends" in error.problem
 
@@ -111,8 +107,7 @@ def test_recursive_alias_is_refused(text: str, line: int, field: str) -> None:
     ids=["flow-sequence", "closed", "flow-mapping", "block-sequence"],
 )
 def test_deep_nesting_is_a_config_error_not_a_recursion_error(text: str) -> None:
-    error, elapsed = parse_error(text)
-    assert elapsed < 1.0
+    error = parse_error(text)
     assert error.line == 1
     assert f"nest more than {MAX_NESTING_DEPTH} levels" in error.problem
 
@@ -120,7 +115,7 @@ def test_deep_nesting_is_a_config_error_not_a_recursion_error(text: str) -> None
 def test_aliases_cannot_nest_deeper_than_the_text() -> None:
     nested = "[" * 20 + "1" + "]" * 20
     text = f"a: &a {nested}\nb: &b [[[[[[[[[[[[[[[[*a]]]]]]]]]]]]]]]]\n"
-    error, _ = parse_error(text)
+    error = parse_error(text)
     assert error.line == 2
     assert error.field.startswith("b[0]")  # the innermost value past the cap
     assert "levels deep once aliases are expanded" in error.problem
@@ -128,8 +123,7 @@ def test_aliases_cannot_nest_deeper_than_the_text() -> None:
 
 def test_oversized_file_is_refused_before_parsing(tmp_path: Path) -> None:
     data = HOSTILE["oversized"]
-    error, elapsed = parse_error(data)
-    assert elapsed < 0.1
+    error = parse_error(data)
     assert (error.path, error.line, error.field) == (CONFIG_PATH, None, "")
     assert error.problem.startswith(
         f"the file is {len(data)} bytes; the limit is {MAX_CONFIG_BYTES} bytes (256 KiB)"
@@ -143,43 +137,38 @@ def test_oversized_file_is_refused_before_parsing(tmp_path: Path) -> None:
 
 
 def test_400k_checks_are_refused_by_size_in_well_under_the_bound() -> None:
-    error, elapsed = parse_error(HOSTILE["400k-checks"])
-    assert elapsed < SECONDS
+    error = parse_error(HOSTILE["400k-checks"])
     assert "the file is" in error.problem
 
 
-def test_validation_is_linear_in_the_number_of_checks() -> None:
+def test_a_duplicate_among_100000_checks_is_found() -> None:
     # No file, no size cap: 100,000 checks straight into the model, a duplicate id at the very
-    # end. A quadratic duplicate check would take minutes here; a linear one well under a second.
+    # end (bench/config.py shows the validation grows linearly).
     checks = [{"id": f"c{i}", "run": "x"} for i in range(100_000)]
     workspaces = [{"path": f"w{i}"} for i in range(50_000)]
-    started = time.perf_counter()
     with pytest.raises(ValueError, match="check id 'c7' is used twice"):
         VerifyConfig.model_validate({"checks": [*checks, {"id": "c7", "run": "y"}]})
     with pytest.raises(ValueError, match="workspace 'w5' is listed twice"):
         VerifyConfig.model_validate({"workspaces": [*workspaces, {"path": "w5/"}]})
-    assert time.perf_counter() - started < SECONDS
 
 
-def test_a_big_but_allowed_file_parses_fast() -> None:
+def test_a_big_but_allowed_file_parses() -> None:
     text = many_checks(9_000)
     assert len(text) < MAX_CONFIG_BYTES
-    started = time.perf_counter()
     config = parse_repository_config(text.encode())
-    assert time.perf_counter() - started < SECONDS
     assert len(config.verify.checks) == 9_000
 
 
 def test_not_utf8_names_the_byte_and_line(tmp_path: Path) -> None:
     data = HOSTILE["not-utf8"]
-    error, _ = parse_error(data)
+    error = parse_error(data)
     offset = data.index(b"\xe9")
     assert (error.line, error.field) == (3, "")
     assert error.problem == f"not valid UTF-8 at byte {offset}; save the file as UTF-8"
     write_files(tmp_path, {CONFIG_PATH: data})
     with pytest.raises(ConfigError, match=f"not valid UTF-8 at byte {offset}"):
         load_repository_config(tmp_path)
-    error, _ = parse_error("verify: {}\n".encode("utf-16"))
+    error = parse_error("verify: {}\n".encode("utf-16"))
     assert "not valid UTF-8 at byte 0" in error.problem
 
 
@@ -197,7 +186,7 @@ def test_not_utf8_names_the_byte_and_line(tmp_path: Path) -> None:
     ids=["inf", "minus-inf", "overflow", "nan", "workspace-nan"],
 )  # fmt: skip
 def test_non_finite_numbers_are_refused(text: str, line: int, field: str) -> None:
-    error, _ = parse_error(text)
+    error = parse_error(text)
     assert (error.line, error.field) == (line, field)
     assert "finite number" in error.problem
 
@@ -206,7 +195,7 @@ def test_non_finite_numbers_are_refused(text: str, line: int, field: str) -> Non
 def test_junit_must_stay_inside_its_workspace(junit: str) -> None:
     text = "verify:\n  workspaces:\n    - path: api\n      checks:\n        - id: t\n"
     text += f"          run: pytest\n          junit: {junit}\n"
-    error, _ = parse_error(text)
+    error = parse_error(text)
     assert (error.line, error.field) == (7, "verify.workspaces[0].checks[0].junit")
     assert "inside the workspace" in error.problem
 
@@ -223,7 +212,7 @@ def test_junit_must_stay_inside_its_workspace(junit: str) -> None:
     ids=["impossible-date", "5000-digit-int", "nul", "list-key", "python-tag"],
 )
 def test_values_pyyaml_cannot_build_are_config_errors(text: str, line: int, problem: str) -> None:
-    error, _ = parse_error(text)
+    error = parse_error(text)
     assert error.line == line
     assert problem in error.problem
 
@@ -259,16 +248,14 @@ def test_read_config_file_refuses_symlinks_fifos_and_devices(tmp_path: Path) -> 
 
 
 def verify_command(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run `python -m app.cli verify`; fail (TimeoutExpired) if it takes more than SECONDS."""
-    started = time.perf_counter()
+    """Run `python -m app.cli verify`; fail (TimeoutExpired) if it hangs."""
     result = subprocess.run(
         [sys.executable, "-m", "app.cli", "verify", "--repo", str(repo), *args],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
-        timeout=SECONDS,
+        timeout=HANG_SECONDS,
     )
-    assert time.perf_counter() - started < SECONDS
     return result
 
 
