@@ -70,19 +70,22 @@ class TrackingComments:
         issue: int,
         history: ConfirmedEffects,
         bot_login: str | None,
+        artifacts_url: str | None = None,
     ) -> None:
         self.api = api
         self.words = words
         self.issue = issue
         self.history = history
         self.bot_login = bot_login
+        self.artifacts_url = artifacts_url  # the dashboard's artifacts of the run, if public
         self._seen: dict[str, int] = {}  # name -> comment id a lookup found, not yet recorded
 
     def apply(self, request: EffectRequest) -> dict[str, Any]:
         name = _name(request)
         body = marked_body(
             [name_marker(name), key_marker(request.key)],
-            render_tracking(request.payload["view"], self.words, self._links()),
+            render_tracking(request.payload["view"], self.words, self._links(),
+                            artifacts_url=self.artifacts_url),
         )
         known = self._known_id(request)
         if known is not None:

@@ -49,7 +49,8 @@ class GitHubExecutor:
     with a plain token; ``issue`` is the run's issue (or pull request) number, where the
     tracking comment lives; ``workspaces`` and ``worktree`` are the run's git dir, pushed from;
     ``ledger`` returns the run's recorded effects (``lambda: store.effects(run_id)``);
-    ``details_url`` links check runs to the run's page; ``bot_login`` is the App's bot user
+    ``details_url`` links check runs to the run's page (and the tracking comment to its
+    artifacts); ``bot_login`` is the App's bot user
     (``<slug>[bot]``), the only author whose comments and reactions a lookup trusts (any bot
     when None).
     """
@@ -74,7 +75,8 @@ class GitHubExecutor:
         self.target = api.target
         self._kinds: dict[EffectKind, EffectExecutor] = {
             EffectKind.COMMENT: TrackingComments(
-                api, words, issue=issue, history=history, bot_login=bot_login
+                api, words, issue=issue, history=history, bot_login=bot_login,
+                artifacts_url=f"{details_url}/artifacts" if details_url else None,
             ),
             EffectKind.REPLY: Replies(api, words, issue=issue, bot_login=bot_login),
             EffectKind.REACTION: Reactions(api, bot_login=bot_login),

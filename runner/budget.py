@@ -24,7 +24,7 @@ from typing import Any
 
 from runner.ledger.records import Event
 from runner.names import EventType
-from runner.usage import AgentRun, UsageTotals
+from runner.usage import AgentRun, UsageTotals, agent_runs, total
 
 
 class Limit(StrEnum):
@@ -290,6 +290,35 @@ def stopped_at(bound: Mapping[str, Any], *, step: str, seconds: float) -> Exhaus
         by_step.append((step, amount))
     return Exhaustion(which, float(bound["spent"]) + amount, float(bound["allowed"]),
                       tuple(by_step))
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """What the budget lets the next agent do: nothing (``exhaustion``), or run for
+    ``seconds``; ``bound`` is ``bound_data`` when the budget, not the agent's own timeout, is
+    what ends it."""
+
+    exhaustion: Exhaustion | None
+    seconds: float
+    bound: dict[str, Any] | None = None
+
+
+def allowance(budget: Budget, events: Iterable[Event], *, now: float, timeout: float,
+              running: int = 0, step: str = "") -> Allowance:
+    """Whether another agent may start, and for how long (at most ``timeout``), given what
+    ``events`` recorded and ``running`` agents of ``step`` started but not recorded yet
+    (subagents in flight: each counts as an agent run)."""
+    events = list(events)
+    runs = agent_runs(events) + [AgentRun(step=step, attempt=None, outcome="running", usage={})
+                                 for _ in range(running)]
+    spend = Spend(total(runs), active_seconds(events, now))
+    exhaustion = exhausted(budget, spend, runs)
+    if exhaustion is not None:
+        return Allowance(exhaustion, 0.0)
+    left = seconds_left(budget, spend)
+    if left is None or left[0] >= timeout:
+        return Allowance(None, timeout)
+    return Allowance(None, left[0], bound_data(budget, spend, left[1], runs))
 
 
 def budget_of(prepared: Mapping[str, Any] | None, events: Iterable[Event], *,

@@ -44,6 +44,11 @@ class EventType(StrEnum):
     WORKSPACE_PREPARED = "WORKSPACE_PREPARED"
     RESEARCH_STARTED = "RESEARCH_STARTED"
     RESEARCH_COMPLETED = "RESEARCH_COMPLETED"
+    # Research subagents (runner/subagents.py): the research agent's result and the validated
+    # plan, recorded before the fan-out; then each subagent's result, one transaction each.
+    SUBAGENTS_PLANNED = "SUBAGENTS_PLANNED"  # data: plan, record (the research agent's)
+    SUBAGENT_COMPLETED = "SUBAGENT_COMPLETED"  # data: result (name, artifact, sha256, note)
+    SUBAGENT_FAILED = "SUBAGENT_FAILED"  # data: result (name, class, error, log_tail)
     SPEC_STARTED = "SPEC_STARTED"
     SPEC_CREATED = "SPEC_CREATED"
     AWAITING_APPROVAL = "AWAITING_APPROVAL"

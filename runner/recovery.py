@@ -21,9 +21,10 @@ from runner.ledger.records import Lease, NewEvent, Run
 from runner.ledger.store import Store
 from runner.names import EventType
 from runner.steps.base import read_journal
+from runner.subagents import MAX_PLAN_BYTES, PLAN_FILE, recorded_plan
 from runner.workflow import PROFILES, State, is_runnable
 from runner.workspace import Workspaces
-from verification.files import printable_path, write_atomic
+from verification.files import UnsafePath, printable_path, read_beneath, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,8 @@ class Recovery:
         old_scratch = self.home / "scratch" / run.id / old.name / run.step
         if not old_scratch.is_dir():
             return Leftovers()  # that worktree was working on an earlier step
+        if recorded_plan(self.store.events(run.id), run.step) is not None:
+            return Leftovers()  # its agent's result is in the ledger: only subagents are left
         findings = self.workspaces.inspect(old, max_file_bytes=self.max_file_bytes)
         if findings:
             # Hashing it would read what no step may leave.
@@ -96,6 +99,13 @@ class Recovery:
         if sha256_hex(content) != journal.output_sha256:
             return False
         write_atomic(scratch / run.step / "out" / relative, content)
+        if phase is State.RESEARCH:  # its subagent plan is part of its result
+            try:
+                plan = read_beneath(old_scratch / "out", PLAN_FILE, limit=MAX_PLAN_BYTES)
+                write_atomic(scratch / run.step / "out" / PLAN_FILE, plan)
+            except UnsafePath as exc:
+                if exc.reason != "missing":
+                    return False
         try:
             snapshot = self.workspaces.snapshot(old, base)
             self.workspaces.restore(worktree, base, snapshot.patch, snapshot.tree)

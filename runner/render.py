@@ -96,9 +96,11 @@ def say_next_action(action: Mapping[str, Any], run_id: str, words: Vocabulary) -
 
 
 def render_tracking(view: Mapping[str, Any], words: Vocabulary,
-                    links: Sequence[tuple[str, str]] = ()) -> str:
-    """The run's tracking comment: phases, elapsed time, spec hash, the next action; ``links``
-    (label, URL) point at what the forge made of the run (its pull request, check runs)."""
+                    links: Sequence[tuple[str, str]] = (), *,
+                    artifacts_url: str | None = None) -> str:
+    """The run's tracking comment: phases, elapsed time, spec hash, research subagents, the
+    next action; ``links`` (label, URL) point at what the forge made of the run (its pull
+    request, check runs), ``artifacts_url`` at where its artifacts are served, if anywhere."""
     run_id = view["run"]
     lines = [f"### Ratchet run `{run_id}`: {view['state'].replace('_', ' ')}", ""]
     for phase in view["phases"]:
@@ -110,6 +112,8 @@ def render_tracking(view: Mapping[str, Any], words: Vocabulary,
         lines.append(f"Spec sha256: `{view['spec_sha256']}`")
     if links:
         lines.append(" · ".join(f"[{label}]({url})" for label, url in links))
+    if view.get("subagents"):
+        lines.append(f"Subagents: {say_subagents(view['subagents'], artifacts_url)}")
     if view.get("usage"):
         lines.append(f"Spent: {say_usage(view['usage'])}")
     if view.get("failure_class"):
@@ -224,6 +228,21 @@ def say_usage(usage: Mapping[str, Any]) -> str:
               for name, item in (usage.get("budget") or {}).items()
               if name in {limit.value for limit in Limit}]
     return f"{text} (budget: {'; '.join(limits)})" if limits else text
+
+
+def say_subagents(rows: Sequence[Mapping[str, Any]], artifacts_url: str | None = None) -> str:
+    """Each research subagent with its status, and its artifact (a link where they are
+    served, else its run-directory path)."""
+    parts = []
+    for row in rows:
+        text = f"`{row['name']}` {row['status']}"
+        artifact = row.get("artifact")
+        if artifact and artifacts_url:
+            text += f" ([{artifact}]({artifacts_url.rstrip('/')}/{artifact}))"
+        elif artifact:
+            text += f" (`{artifact}`)"
+        parts.append(text)
+    return " · ".join(parts)
 
 
 def _count(number: int) -> str:

@@ -7,6 +7,7 @@ readable by an older one; missing required fields raise ``ValidationError``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
@@ -87,6 +88,14 @@ class SignalRecord(StepRecord):
     by: str
     approved: str | None = None  # the spec's sha256
     changes_requested: str | None = None
+
+
+def prepared_result(history: Sequence[Checkpoint]) -> dict[str, Any] | None:
+    """The queued step's record: the config and the budget read at the base."""
+    for checkpoint in history:
+        if "config" in checkpoint.result:
+            return dict(checkpoint.result)
+    return None
 
 
 def last_tree(history: list[Checkpoint]) -> TreeRecord | None:

@@ -21,16 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.agents.base import Agent
-from runner.budget import (
-    Budget,
-    Spend,
-    active_seconds,
-    bound_data,
-    budget_of,
-    budget_stop,
-    exhausted,
-    seconds_left,
-)
+from runner.budget import Budget, allowance, budget_of, budget_stop
 from runner.canonical import digest, sha256_hex
 from runner.decisions import (
     Limits,
@@ -70,15 +61,16 @@ from runner.ledger.store import Store
 from runner.names import EffectKind, EventType, SignalKind, SignalStatus, StepId
 from runner.recovery import Leftovers, Recovery
 from runner.redact import Redactor
-from runner.results import PreparedRecord, last_tree
+from runner.results import PreparedRecord, last_tree, prepared_result
 from runner.sandbox import Sandbox
 from runner.scratch import remove_scratch, scrub_scratch
 from runner.signals import Authorization, Authorizer, decide_signal
 from runner.status import PREPARED_STEP, read_status
 from runner.steps import STEPS, StepInput, StepResult, StepServices
 from runner.steps.base import read_patch
+from runner.subagents import subagent_rows
 from runner.tracking import tracking_edit, tracking_key
-from runner.usage import agent_runs, total, usage_event_data
+from runner.usage import usage_event_data
 from runner.views import usage_view
 from runner.workflow import (
     BOOKKEEPING_EFFECTS,
@@ -520,17 +512,15 @@ class Session:
         """Check the budget before an agent step: ``BudgetExhausted`` once a limit is reached;
         otherwise the services, their agent timeout cut to the time the budget has left."""
         events = self.store.events(run.id)
-        runs = agent_runs(events)
-        budget = budget_of(_prepared(history), events, defaults=self.parts.budget_defaults)
-        spend = Spend(total(runs), active_seconds(events, time.time()))
-        exhaustion = exhausted(budget, spend, runs)
-        if exhaustion is not None:
-            raise BudgetExhausted(exhaustion.reason, exhaustion=exhaustion.to_dict())
-        left = seconds_left(budget, spend)
-        if left is None or left[0] >= services.agent_timeout:
+        budget = budget_of(prepared_result(history), events,
+                           defaults=self.parts.budget_defaults)
+        allowed = allowance(budget, events, now=time.time(), timeout=services.agent_timeout)
+        if allowed.exhaustion is not None:
+            raise BudgetExhausted(allowed.exhaustion.reason,
+                                  exhaustion=allowed.exhaustion.to_dict())
+        if allowed.bound is None:
             return services
-        return replace(services, agent_timeout=left[0],
-                       budget_bound=bound_data(budget, spend, left[1], runs))
+        return replace(services, agent_timeout=allowed.seconds, budget_bound=allowed.bound)
 
     def _input(self, run: Run, history: list[Checkpoint]) -> StepInput:
         assert self.worktree is not None, "a runnable run has a worktree"
@@ -667,8 +657,9 @@ class Session:
         })
 
     def _tracking(self, run: Run, change: Change, completed: list[str]) -> EffectRequest:
-        spec = (self.store.read_artifact(run.id, "spec.md")
-                if change.state is State.AWAITING_APPROVAL else None)
+        spec = None
+        if change.state is State.AWAITING_APPROVAL:  # the spec may be in this very change
+            spec = change.artifacts.get("spec.md") or self.store.read_artifact(run.id, "spec.md")
         failure = next((str(e.data["class"]) for e in change.events
                         if e.type is EventType.STEP_FAILED and "class" in e.data), None)
         at = time.time()
@@ -681,7 +672,7 @@ class Session:
         return tracking_edit(run, state=change.state, step=change.step, reason=change.reason,
                              completed=completed, spec_sha256=sha256_hex(spec) if spec else None,
                              at=at, failure=failure if is_stopped(change.state) else None,
-                             usage=usage, budget_stop=stop,
+                             usage=usage, budget_stop=stop, subagents=subagent_rows(events),
                              again=run.version if entered is not None else None)
 
     def _prepared_result(self, run: Run, change: Change) -> dict[str, Any] | None:
@@ -723,14 +714,6 @@ def _pending_events(run: Run, change: Change, at: float) -> list[Event]:
     """``change``'s events as the ledger will record them (for views of the run after it)."""
     return [Event(run.id, 0, str(e.type), at, e.step, e.attempt, 0, e.revision, None,
                   dict(e.data)) for e in change.events]
-
-
-def _prepared(history: list[Checkpoint]) -> dict[str, Any] | None:
-    """The queued step's record: the config and the budget read at the base."""
-    for checkpoint in history:
-        if "config" in checkpoint.result:
-            return dict(checkpoint.result)
-    return None
 
 
 def _config(history: list[Checkpoint]) -> RepositoryConfig:

@@ -7,7 +7,7 @@ replayed transition never edits twice.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -24,16 +24,19 @@ def tracking_edit(run: Run, *, state: State, step: str, reason: str | None,
                   completed: list[str], spec_sha256: str | None, at: float,
                   failure: str | None = None, usage: Mapping[str, Any] | None = None,
                   budget_stop: Mapping[str, Any] | None = None,
+                  subagents: Sequence[Mapping[str, Any]] = (),
                   again: int | None = None) -> EffectRequest:
     """The edit showing ``run`` as it is once it enters ``state`` at ``step``; ``failure`` is
     the class of the failure that stopped it (transient, deterministic, ...), if one did;
     ``usage`` what its agents spent of its budget; ``budget_stop`` the exhaustion, if the
-    budget stopped it. ``again`` tells apart an edit for a step the run enters again under the
-    same id (a stopped step taken up again): its key gets that suffix."""
+    budget stopped it; ``subagents`` its research subagents. ``again`` tells apart an edit
+    for a step the run enters again under the same id (a stopped step taken up again): its
+    key gets that suffix."""
     after = replace(run, state=state, step=step, reason=reason)
     view = tracking_view(after, completed, spec_sha256=spec_sha256,
                          branch=str(run.params.get("branch") or f"ratchet/{run.id}"), at=at,
-                         failure=failure, usage=usage, budget_stop=budget_stop)
+                         failure=failure, usage=usage, budget_stop=budget_stop,
+                         subagents=subagents)
     return EffectRequest(tracking_key(run.id, step, state, again), run.id, step,
                          EffectKind.COMMENT, {"name": TRACKING, "view": view})
 

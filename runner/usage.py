@@ -111,21 +111,25 @@ class AgentRun:
     attempt: int | None
     outcome: str  # "completed", or the failure class that ended it
     usage: Mapping[str, Any]
+    subagent: str | None = None  # a research subagent of the step, by name
 
     def to_dict(self) -> dict[str, Any]:
         return {"step": self.step, "attempt": self.attempt, "outcome": self.outcome,
-                **self.usage}
+                **({"subagent": self.subagent} if self.subagent else {}), **self.usage}
 
 
-def usage_event_data(outcome: str, usage: Mapping[str, Any]) -> dict[str, Any]:
-    """The data of an ``AGENT_USAGE`` event."""
-    return {"outcome": outcome, "usage": dict(usage)}
+def usage_event_data(outcome: str, usage: Mapping[str, Any], *,
+                     subagent: str | None = None) -> dict[str, Any]:
+    """The data of an ``AGENT_USAGE`` event (``subagent``: which of the step's subagents)."""
+    return {"outcome": outcome, "usage": dict(usage),
+            **({"subagent": subagent} if subagent else {})}
 
 
 def agent_runs(events: Iterable[Event]) -> list[AgentRun]:
     """Every agent run recorded in ``events``, oldest first."""
     return [AgentRun(step=e.step or "", attempt=e.attempt,
-                     outcome=str(e.data.get("outcome", "")), usage=e.data.get("usage") or {})
+                     outcome=str(e.data.get("outcome", "")), usage=e.data.get("usage") or {},
+                     subagent=e.data.get("subagent") or None)
             for e in events if e.type == EventType.AGENT_USAGE]
 
 

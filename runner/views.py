@@ -7,7 +7,7 @@ a vocabulary, ``app/`` for the CLI); nothing here names a command, a flag or a v
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
@@ -163,9 +163,11 @@ class PhaseStatus(StrEnum):
 def tracking_view(run: Run, completed: list[str], *, spec_sha256: str | None,
                   branch: str, at: float, failure: str | None = None,
                   usage: Mapping[str, Any] | None = None,
-                  budget_stop: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  budget_stop: Mapping[str, Any] | None = None,
+                  subagents: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """The tracking comment's content as data, at the transition recorded at ``at``
-    (``usage``: ``usage_view`` without steps; ``budget_stop``: the exhaustion that stops it)."""
+    (``usage``: ``usage_view`` without steps; ``budget_stop``: the exhaustion that stops it;
+    ``subagents``: ``runner.subagents.subagent_rows``)."""
     done = {StepId.parse(step).state for step in completed}
     current = run.step_id.state
     phases = []
@@ -193,4 +195,6 @@ def tracking_view(run: Run, completed: list[str], *, spec_sha256: str | None,
         **({"failure_class": failure} if failure else {}),
         **({"usage": dict(usage)} if usage and usage.get("total", {}).get("agent_runs")
            else {}),
+        **({"subagents": [{k: row.get(k) for k in ("name", "status", "artifact")}
+                          for row in subagents]} if subagents else {}),
     }

@@ -65,7 +65,7 @@ def test_each_preset_runs_its_documented_command_per_phase(name: str, phase: str
     chosen = preset(name)
     argv = render_argv(parse_template(chosen.templates[phase]), {**VALUES, "phase": phase})
     read_only, modifying = EXPECTED[name]
-    assert argv == (read_only if phase in {"research", "specify"} else modifying)
+    assert argv == (read_only if phase in {"research", "specify", "subagent"} else modifying)
     assert argv[0] == chosen.program
     assert chosen.install in chosen.install_hint and "--agent-command" in chosen.install_hint
 

@@ -16,6 +16,7 @@ instead of exhausting memory or the stack. Validation is linear in the number of
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -53,6 +54,14 @@ DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 # Default for `agent.idle_timeout`: seconds an agent may print nothing and change nothing.
 DEFAULT_IDLE_TIMEOUT = 600.0
 
+# A research subagent's name: a slug, as it names its artifact (`subagents/<name>.md`).
+SUBAGENT_NAME_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$"
+# Defaults and bounds of the `research` section: parallel subagents, and how many a run has.
+DEFAULT_SUBAGENT_CONCURRENCY = 3
+MAX_SUBAGENT_CONCURRENCY = 16
+DEFAULT_MAX_SUBAGENTS = 8
+MAX_SUBAGENTS = 32
+
 # Opening the config in a checked-out (possibly hostile) tree: never through a symlink, never
 # blocking on a FIFO, never becoming a controlling terminal.
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -89,6 +98,16 @@ def _normalize_relative(value: str, *, inside: str) -> str:
     if path.is_absolute() or ".." in path.parts:
         raise ValueError(f"{value!r} must be a path inside {inside}")
     return path.as_posix()
+
+
+def check_subagent_name(name: str) -> str:
+    """``name`` if it is a subagent name (a slug); ValueError saying what one looks like."""
+    if not re.fullmatch(SUBAGENT_NAME_PATTERN, name):
+        raise ValueError(
+            f"{name!r} is not a subagent name: use lowercase letters, digits and inner hyphens,"
+            " at most 40 characters (e.g. 'database', 'front-end')"
+        )
+    return name
 
 
 def _require_unique_ids(checks: list[CheckConfig]) -> None:
@@ -234,6 +253,49 @@ class AgentConfig(_Model):
     idle_timeout: float = Field(default=DEFAULT_IDLE_TIMEOUT, gt=0)
 
 
+class SubagentConfig(_Model):
+    """A research subagent: its name (a slug: lowercase letters, digits and inner hyphens, at
+    most 40 characters) and the one question it researches."""
+
+    name: str
+    focus: str = Field(min_length=1, max_length=2000)
+
+    @field_validator("name")
+    @classmethod
+    def _slug(cls, value: str) -> str:
+        return check_subagent_name(value)
+
+
+class ResearchConfig(_Model):
+    """The `research` section: focused subagents that research in parallel after the research
+    agent, each leaving an artifact (`subagents/<name>.md`) and a short note.
+
+    `subagents` are declared here; the research agent may plan more (RATCHET_SUBAGENT_PLAN),
+    up to `max_subagents` in all (0: none at all). `concurrency` bounds how many run at once.
+    `require_all: true` stops the run for a human when a subagent fails; otherwise a failed
+    one is recorded and the run goes on. Only parsed here; the runner runs them.
+    """
+
+    subagents: list[SubagentConfig] = []
+    concurrency: int = Field(default=DEFAULT_SUBAGENT_CONCURRENCY, ge=1,
+                             le=MAX_SUBAGENT_CONCURRENCY)
+    max_subagents: int = Field(default=DEFAULT_MAX_SUBAGENTS, ge=0, le=MAX_SUBAGENTS)
+    require_all: bool = False
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ResearchConfig:
+        counts = Counter(subagent.name for subagent in self.subagents)
+        duplicate = next((name for name, count in counts.items() if count > 1), None)
+        if duplicate is not None:
+            raise ValueError(f"subagent {duplicate!r} is declared twice; give each its own name")
+        if len(self.subagents) > self.max_subagents:
+            raise ValueError(
+                f"{len(self.subagents)} subagents are declared but max_subagents is"
+                f" {self.max_subagents}; declare fewer or raise research.max_subagents"
+            )
+        return self
+
+
 class RepositoryConfig(_Model):
     """The whole file. An unknown top-level section is an error.
 
@@ -248,6 +310,7 @@ class RepositoryConfig(_Model):
     approval: ApprovalConfig = ApprovalConfig()
     budget: BudgetConfig = BudgetConfig()
     agent: AgentConfig = AgentConfig()
+    research: ResearchConfig = ResearchConfig()
 
 
 def load_repository_config(repo_root: Path) -> RepositoryConfig:

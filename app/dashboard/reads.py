@@ -20,6 +20,7 @@ from runner.errors import CorruptArtifact, CorruptCheckpoint, LedgerError
 from runner.ledger.records import Checkpoint, Run, Signal
 from runner.ledger.store import Store
 from runner.status import read_status
+from runner.subagents import subagent_rows
 from runner.views import RunStatus
 from runner.workflow import State
 
@@ -56,6 +57,7 @@ class RunDetail:
     rounds: list[pages.VerifyRound]
     timing: pages.Timing
     artifacts: dict[str, str]
+    subagents: list[dict[str, Any]] = field(default_factory=list)  # research subagents
     problems: list[str] = field(default_factory=list)
 
 
@@ -116,7 +118,7 @@ def load_run(store: Store, run: Run, *, now: float, web_url: str) -> RunDetail:
         plan=pages.plan_checks(_json(plan_text)),
         rounds=pages.with_logs(rounds, _shown_logs(store, rounds)),
         timing=pages.timing(run, checkpoints, now=now), artifacts=store.artifacts(run.id),
-        problems=problems,
+        subagents=subagent_rows(events), problems=problems,
     )
 
 

@@ -21,7 +21,7 @@ class AgentTask:
     """One agent step; the engine writes ``prompt_file`` before calling ``Agent.run``."""
 
     run_id: str
-    phase: str  # research | specify | implement | repair
+    phase: str  # research | specify | implement | repair | subagent
     step: str  # e.g. "research.1", "repair.2"
     worktree: Path  # cwd of the agent
     prompt: str  # full prompt text
@@ -34,6 +34,12 @@ class AgentTask:
     # Seconds without output and without a worktree change before the agent is ended (None:
     # never); ``timeout`` still bounds the whole run.
     idle_timeout: float | None = None
+    # Variables the phase adds to the agent's environment (a subagent's name and focus, where
+    # a plan or a note goes); they never replace the runner's own RATCHET_* protocol.
+    env: Mapping[str, str] = field(default_factory=dict)
+    # False: the sandbox shows the worktree read-only (a research subagent reads a tree that
+    # other agents read at the same time); only ``output_dir`` is writable.
+    worktree_writable: bool = True
 
     @property
     def usage_file(self) -> Path:

@@ -260,6 +260,7 @@ class CommandAgent:
         """Start the agent in its own session with stdout and stderr going to the log."""
         env = {
             **self._env,
+            **task.env,
             "RATCHET_RUN_ID": task.run_id,
             "RATCHET_PHASE": task.phase,
             "RATCHET_STEP": task.step,
@@ -283,9 +284,13 @@ class CommandAgent:
         # The program itself stays visible even where the sandbox masks its folder (/tmp).
         location = Path(program).absolute() if program else None
         program_path = (location,) if location and self.sandbox.masks(location) else ()
+        # A read-only worktree is bound like the prompt: visible, though under Ratchet's home.
+        tree = (task.worktree,)
         command = self.sandbox.command(
-            argv, cwd=task.worktree, writable=(task.worktree, task.output_dir),
-            readable=(task.prompt_file, *program_path, *task.readable),
+            argv, cwd=task.worktree,
+            writable=(*(tree if task.worktree_writable else ()), task.output_dir),
+            readable=(task.prompt_file, *program_path, *task.readable,
+                      *(() if task.worktree_writable else tree)),
         )
         with task.log_file.open("wb") as log_fp:
             try:

@@ -35,8 +35,8 @@ from typing import Any
 UsageParser = Callable[[str], dict[str, Any]]
 
 # The phases a preset has a template for.
-PHASES = ("research", "specify", "implement", "repair")
-READ_ONLY_PHASES = frozenset({"research", "specify"})
+PHASES = ("research", "specify", "implement", "repair", "subagent")
+READ_ONLY_PHASES = frozenset({"research", "specify", "subagent"})
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ PHASE_OUTPUTS: Mapping[str, str] = MappingProxyType(
         "specify": "spec.md",
         "implement": "implementation/summary.md",
         "repair": "repair/{n}/summary.md",
+        "subagent": "subagents/{name}.md",  # a research subagent's artifact, by its name
     }
 )
 
@@ -59,6 +60,17 @@ _PHASE_RULES: Mapping[str, tuple[str, ...]] = MappingProxyType(
             *_NO_GIT,
             "Write a summary of what you fixed to `$RATCHET_OUTPUT`.",
         ),
+        "subagent": (
+            "You are one of several research subagents working in parallel, each on one focus."
+            " Research only your focus (below); the research agent's analysis is below too.",
+            "The worktree (the current directory) is read-only for you: read it, change"
+            " nothing.",
+            "Write your findings to `$RATCHET_OUTPUT`: what you found, where (files and"
+            " symbols), and what it means for the task. Later phases read that file, never your"
+            " conversation or your log.",
+            "Optionally write one short paragraph to `$RATCHET_NOTE`: what the next phase should"
+            " know first. It is shown next to your artifact's path.",
+        ),
     }
 )
 # Code-fence info strings by file suffix, for readable artifacts.
@@ -94,14 +106,24 @@ class PromptContext:
     failing_checks: tuple[FailingCheck, ...] = ()  # for repair
     salvage_path: str | None = None  # an interrupted attempt's changes, saved as this artifact
     repair_number: int | None = None
+    focus: str | None = None  # a subagent's one question
+    subagents: tuple[tuple[str, str], ...] = ()  # research: declared subagents (name, focus)
+    plan_limit: int = 0  # research: how many subagents its plan may add (0: none)
+    artifacts_readable: bool = False  # earlier artifacts are files under $RATCHET_ARTIFACTS
 
 
-def output_path(phase: str, repair_number: int | None = None) -> str:
-    """The run-directory path ``phase`` must write; repair needs its number (1, 2, ...).
+def output_path(phase: str, repair_number: int | None = None, *,
+                subagent: str | None = None) -> str:
+    """The run-directory path ``phase`` must write; repair needs its number (1, 2, ...), a
+    subagent its name.
 
     Raises ``ValueError`` for an unknown phase or a missing or misplaced repair number.
     """
     _check_phase(phase)
+    if phase == "subagent":
+        if not subagent:
+            raise ValueError("the subagent phase needs the subagent's name")
+        return PHASE_OUTPUTS[phase].format(name=subagent)
     if phase == "repair":
         if repair_number is None or repair_number < 1:
             raise ValueError(
@@ -129,6 +151,8 @@ def render_prompt(ctx: PromptContext) -> str:
         f"## Task: {title}\n\n{_fence(ctx.body or '(no description)', 'markdown')}",
         _render_rules(ctx),
     ]
+    if ctx.focus is not None:
+        sections.append(f"## Your focus\n\n{_fence(ctx.focus, 'markdown')}")
     if ctx.salvage_path is not None:
         sections.append(
             "## Interrupted earlier attempt\n\n"
@@ -153,12 +177,38 @@ def _check_phase(phase: str) -> None:
 def _render_rules(ctx: PromptContext) -> str:
     rules = [
         *_PHASE_RULES[ctx.phase],
+        *_subagent_rules(ctx),
         f"`$RATCHET_OUTPUT` is an absolute path; the runner stores it as {_code(ctx.output_path)} "
         "in the run directory. The step fails if it is missing or empty when you exit.",
         "Exit 0 when done. Exit 75 for a temporary problem (rate limit, network) so the runner "
         "retries; any other exit status fails the step.",
     ]
     return f"## Rules for the {ctx.phase} phase\n\n" + "\n".join(f"- {rule}" for rule in rules)
+
+
+def _subagent_rules(ctx: PromptContext) -> list[str]:
+    """Research: the subagents that follow it, and how to plan more; later phases: where the
+    subagents' artifacts can be read."""
+    rules = []
+    if ctx.subagents:
+        listed = ", ".join(f"{_code(name)} ({' '.join(focus.split())})"
+                           for name, focus in ctx.subagents)
+        rules.append("After you, research subagents declared by the repository each research"
+                     f" one focus in parallel: {listed}. Their findings reach the next phase"
+                     " next to yours.")
+    if ctx.plan_limit > 0:
+        rules.append(
+            "If the task is better researched by several focused agents at once, write a plan"
+            ' to `$RATCHET_SUBAGENT_PLAN`: JSON `[{"name": "database", "focus": "How are'
+            ' migrations applied?"}]`, at most'
+            f" {ctx.plan_limit} entries, each name a slug (lowercase letters, digits, inner"
+            " hyphens) used once. Write no plan when one agent is enough; a malformed plan"
+            " fails this step."
+        )
+    if ctx.artifacts_readable:
+        rules.append("Artifacts named by run-directory path (such as `subagents/<name>.md`)"
+                     " are readable files under `$RATCHET_ARTIFACTS`.")
+    return rules
 
 
 def _render_checks(checks: tuple[FailingCheck, ...], repair_number: int | None) -> str:

@@ -4,13 +4,13 @@ The agent runs in the sandbox on the rebuilt worktree. Afterwards the runner, no
 checks what it did: its output is read safely and must hash as the agent left it; nothing a
 step may not leave (a huge file, a symlink out, a FIFO) may stay; a read-only step must leave
 the tree as it found it. Specify also opens the spec's review (``runner/steps/review.py``).
+Research may fan out to subagents once its agent's result is recorded
+(``runner/steps/subagents.py``); a research step taken up again goes straight to them.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
-from collections.abc import Mapping
 from typing import Any
 
 from runner.agents.base import AgentResult, AgentTask
@@ -36,11 +36,23 @@ from runner.steps.base import (
     StepServices,
     artifact_text,
     ensure_tree,
+    redacted_usage,
     restore_tree,
     scratch_of,
     write_journal,
 )
 from runner.steps.review import open_review
+from runner.steps.subagents import (
+    declared,
+    fan_in,
+    fan_out,
+    plan_limit,
+    read_plan,
+    readable_artifacts,
+    record_plan,
+    research_env,
+)
+from runner.subagents import FAN_IN, Planned, recorded_plan
 from runner.usage import usage_event_data
 from runner.workflow import PROFILES, Outcome, State
 from verification.files import printable_path
@@ -54,7 +66,7 @@ COMPLETED_EVENTS = {
 # What each phase's prompt shows of earlier phases.
 _EARLIER_ARTIFACTS = {
     State.RESEARCH: (),
-    State.SPECIFY: ("research/repository-analysis.md",),
+    State.SPECIFY: ("research/repository-analysis.md", FAN_IN),
     State.IMPLEMENT: ("research/repository-analysis.md", "spec.md"),
     State.REPAIR: ("spec.md", "implementation/summary.md"),
 }
@@ -62,16 +74,28 @@ _EARLIER_ARTIFACTS = {
 
 def run_agent(inp: StepInput, services: StepServices) -> StepResult:
     run, phase, step = inp.run, State(inp.run.state), inp.run.step
+    if phase is State.RESEARCH:
+        planned = recorded_plan(services.store.events(run.id), step)
+        if planned is not None:  # the research agent's result is recorded: fan out the rest
+            ensure_tree(services, inp)
+            return _with_subagents(inp, services, planned)
     repair_number = inp.step.n if phase is State.REPAIR else None
     output_rel = output_path(phase.value, repair_number)
     folder = scratch_of(inp)
-    prompt = render_prompt(_prompt_context(inp, services, phase, output_rel, repair_number))
+    env: dict[str, str] = {}
+    readable = [services.workspaces.repository_objects(inp.worktree)]
+    if phase is State.RESEARCH:
+        env = research_env(inp.config, folder / "out")
+    elif phase is State.SPECIFY and (shared := readable_artifacts(inp, services, folder)):
+        env, readable = {"RATCHET_ARTIFACTS": str(shared)}, [*readable, shared]
+    prompt = render_prompt(_prompt_context(inp, services, phase, output_rel, repair_number,
+                                           artifacts_readable="RATCHET_ARTIFACTS" in env))
     task = AgentTask(
         run_id=run.id, phase=phase.value, step=step, worktree=inp.worktree, prompt=prompt,
         prompt_file=folder / "prompt.md", output_dir=folder / "out",
         output=folder / "out" / output_rel, log_file=folder / f"agent.{run.attempt}.log",
         timeout=services.agent_timeout, idle_timeout=inp.config.agent.idle_timeout,
-        readable=(services.workspaces.repository_objects(inp.worktree),),
+        readable=tuple(readable), env=env,
     )
     result = inp.adopted
     if result is None:
@@ -82,12 +106,25 @@ def run_agent(inp: StepInput, services: StepServices) -> StepResult:
         result = _run(task, inp, services)
         write_journal(folder, result)
     services.crash.reached("after_agent_output", step)
-    usage = _redacted(services, result.usage)
+    usage = redacted_usage(services, result.usage)
     try:
-        return _conclude(inp, services, phase, task, prompt, result, usage)
+        concluded = _conclude(inp, services, phase, task, prompt, result, usage)
+        plan = read_plan(inp, task) if phase is State.RESEARCH else ()
     except StepFailure as failure:  # the agent ran: what it spent is recorded with the failure
         failure.usage = failure.usage or usage
         raise
+    if not plan:
+        return concluded
+    # Recorded with the plan (its usage too): failures from here on spent nothing of it.
+    return _with_subagents(inp, services, record_plan(inp, services, concluded, plan))
+
+
+def _with_subagents(inp: StepInput, services: StepServices, planned: Planned) -> StepResult:
+    """Fan out to the planned subagents, check they left the tree alone, then fan in."""
+    results = fan_out(inp, services, planned)
+    _enforce_worktree_limits(inp, services, State.RESEARCH)
+    _enforce_read_only(inp, services, State.RESEARCH)
+    return fan_in(inp, planned, results)
 
 
 def _run(task: AgentTask, inp: StepInput, services: StepServices) -> AgentResult:
@@ -108,11 +145,6 @@ def _run(task: AgentTask, inp: StepInput, services: StepServices) -> AgentResult
             f" {seconds:.1f}s",
             exhaustion=exhaustion.to_dict(), usage=timeout.usage,
         ) from None
-
-
-def _redacted(services: StepServices, usage: Mapping[str, Any]) -> dict[str, Any]:
-    """Agent-written values are evidence: redacted before they are stored."""
-    return json.loads(services.redact(json.dumps(dict(usage), sort_keys=True, default=str)))
 
 
 def _conclude(inp: StepInput, services: StepServices, phase: State, task: AgentTask,
@@ -163,8 +195,9 @@ def _conclude(inp: StepInput, services: StepServices, phase: State, task: AgentT
 
 def _prompt_context(
     inp: StepInput, services: StepServices, phase: State, output_rel: str,
-    repair_number: int | None,
+    repair_number: int | None, *, artifacts_readable: bool = False,
 ) -> PromptContext:
+    research = phase is State.RESEARCH  # it learns of the subagents that will follow it
     wanted = list(_EARLIER_ARTIFACTS[phase])
     if phase is State.REPAIR:
         wanted += [f"repair/{n}/summary.md" for n in range(1, repair_number or 1)]
@@ -189,6 +222,9 @@ def _prompt_context(
         run_id=inp.run.id, phase=phase.value, step=inp.run.step, title=inp.run.title,
         body=inp.run.body, output_path=output_rel, artifacts=tuple(earlier), feedback=feedback,
         failing_checks=failing, salvage_path=inp.salvage, repair_number=repair_number,
+        artifacts_readable=artifacts_readable,
+        subagents=tuple((s.name, s.focus) for s in declared(inp.config)) if research else (),
+        plan_limit=plan_limit(inp.config) if research else 0,
     )
 
 

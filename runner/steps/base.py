@@ -122,6 +122,11 @@ class StepResult:
     head_revision: str | None = None
 
 
+def redacted_usage(services: StepServices, usage: Mapping[str, Any]) -> dict[str, Any]:
+    """Agent-written values are evidence: redacted before they are stored."""
+    return json.loads(services.redact(json.dumps(dict(usage), sort_keys=True, default=str)))
+
+
 def read_patch(store: Store, run_id: str, patch_sha: str | None) -> bytes:
     """The checkpointed patch by its hash; a corrupt one names the run and what it is."""
     if not patch_sha:

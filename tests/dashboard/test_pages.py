@@ -10,8 +10,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from app.dashboard.security import CONTENT_SECURITY_POLICY
-from runner.ledger.records import NewRun
-from runner.names import SignalKind, SignalStatus
+from runner.ledger.records import NewEvent, NewRun
+from runner.names import EventType, SignalKind, SignalStatus
+from runner.subagents import Planned, Subagent, SubagentResult, SubagentStatus
 from tests.dashboard.conftest import (
     FAILING_LOG,
     LOCAL_HOST,
@@ -139,6 +140,27 @@ def test_logs_and_artifacts_are_served_as_stored_plain_text(store, client):
     # The latest round's logs and earlier failures are shown inline, escaped.
     assert "Ran 1 test" in page and "&lt;b&gt;bold?&lt;/b&gt;" in page
     assert "<b>bold?</b>" not in page
+
+
+def test_run_page_lists_research_subagents_with_links_to_their_artifacts(store, client):
+    run = store.create_run(NewRun(id="r-sub", repo="/srv/calc", title="Fan out"), now=T0)
+    lease = store.acquire_lease(run.id, "host-a:1", ttl=30, now=T0)
+    plan = [Subagent("alpha", "How is it built?"), Subagent("beta", "How is it tested?")]
+    done = SubagentResult("alpha", SubagentStatus.COMPLETED, artifact="subagents/alpha.md",
+                          note="Builds with <make>.")
+    store.append(lease, events=[
+        NewEvent(EventType.SUBAGENTS_PLANNED, step="research.1", attempt=1,
+                 data=Planned("research.1", tuple(plan), {}).event_data()),
+        NewEvent(EventType.SUBAGENT_COMPLETED, step="research.1", attempt=1,
+                 data={"result": done.to_dict()}),
+    ], artifacts={"subagents/alpha.md": b"# alpha\n"}, now=T0 + 1)
+
+    html = client.get("/runs/r-sub").text
+    section = html[html.index('id="subagents"'):html.index('id="spec"')]
+    assert '<a href="/runs/r-sub/artifacts/subagents/alpha.md">subagents/alpha.md</a>' in section
+    assert "Builds with &lt;make&gt;." in section
+    assert re.search(r"<code>beta</code></td>\s*<td><span class=\"status st-pending\">", section)
+    assert client.get("/runs/r-sub/artifacts/subagents/alpha.md").content == b"# alpha\n"
 
 
 def test_unknown_run_is_404_and_the_api_answers_json(store, client):

@@ -142,6 +142,8 @@ def test_a_labeled_issue_becomes_a_verified_pull_request(scene: AppScene) -> Non
 
     # What the App itself did comes back as webhooks: none of it triggers anything.
     [tracking] = scene.tracking_comments(ISSUE)
+    # The tracking comment names the spec waiting for approval and the command that approves it.
+    assert f"/ratchet approve {spec_prefix(scene)}" in tracking.body
     assert scene.deliver("issue_comment", scene.comment(tracking.id)).status_code == 200
     assert scene.deliver("issue_comment",
                          scene.comment(tracking.id, action="edited")).status_code == 200

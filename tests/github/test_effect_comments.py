@@ -11,11 +11,15 @@ from github.words import GitHubWords
 from runner.effects import Outbox
 from runner.ledger.records import EffectStatus
 from runner.render import key_marker, name_marker
+from runner.tracking import tracking_edit
+from runner.workflow import State
 from tests.fakes.conftest import OWNER, REPO
 from tests.fakes.fakegithub import faults
 from tests.github.harness import (
     BOT,
+    DETAILS_URL,
     ISSUE,
+    WHEN,
     Scene,
     command_comment,
     reaction,
@@ -48,6 +52,19 @@ def test_the_tracking_comment_is_posted_once_then_edited_in_place(scene: Scene) 
     assert len(scene.fake.calls(method="PATCH", path_pattern=COMMENT)) == 10
     recorded = {scene.resource(e.key)["comment_id"] for e in edits}
     assert recorded == {scene.fake.comments(OWNER, REPO, ISSUE)[0].id}
+
+
+def test_the_tracking_comment_links_subagent_artifacts_to_the_dashboard(scene: Scene) -> None:
+    run = scene.store.get_run(scene.run_id)
+    rows = [{"name": "database", "status": "completed", "artifact": "subagents/database.md"},
+            {"name": "cache", "status": "failed", "artifact": None}]
+    scene.record(tracking_edit(run, state=State.SPECIFY, step="specify.1", reason=None,
+                               completed=["research.1"], spec_sha256=None, at=WHEN,
+                               subagents=rows))
+    scene.flush()
+    [body] = bot_comments(scene)
+    assert (f"Subagents: `database` completed ([subagents/database.md]({DETAILS_URL}/artifacts/"
+            "subagents/database.md)) · `cache` failed") in body
 
 
 def test_a_lost_edit_is_read_back_not_sent_again(scene: Scene) -> None:
