@@ -516,11 +516,7 @@ class SqlStore(ABC):
                 f"SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ? AND seq > ? ORDER BY seq",
                 (run_id, after),
             )
-        return [
-            Event(r["run_id"], r["seq"], r["type"], r["at"], r["step"], r["attempt"],
-                  r["lease_epoch"], r["revision"], r["key"], json.loads(r["data"]))
-            for r in rows
-        ]
+        return [_event_from_row(r) for r in rows]
 
     def events_of_type(self, event_type: EventType) -> list[Event]:
         with self._read() as tx:
@@ -528,11 +524,7 @@ class SqlStore(ABC):
                 f"SELECT {EVENT_COLUMNS} FROM events WHERE type = ? ORDER BY run_id, seq",
                 (event_type.value,),
             )
-        return [
-            Event(r["run_id"], r["seq"], r["type"], r["at"], r["step"], r["attempt"],
-                  r["lease_epoch"], r["revision"], r["key"], json.loads(r["data"]))
-            for r in rows
-        ]
+        return [_event_from_row(r) for r in rows]
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
         with self._read() as tx:
@@ -1001,6 +993,11 @@ class SqlStore(ABC):
 
 def _now(now: float | None) -> float:
     return time.time() if now is None else now
+
+
+def _event_from_row(r: Row) -> Event:
+    return Event(r["run_id"], r["seq"], r["type"], r["at"], r["step"], r["attempt"],
+                 r["lease_epoch"], r["revision"], r["key"], json.loads(r["data"]))
 
 
 def _run_from_row(row: Row) -> Run:
