@@ -24,6 +24,11 @@ VERBS = {
     "status": SignalKind.STATUS,
     "budget": SignalKind.BUDGET,
 }
+# Feedback is the next specify prompt and the ledger's record of it: at most what GitHub lets a
+# comment or review body hold. A spec hash is 64 hex characters; what is echoed back is capped.
+MAX_FEEDBACK_CHARS = 65_536
+HASH_CHARS = 64
+ECHO_CHARS = 80
 USAGE = (
     "`/ratchet approve <spec hash>`, `/ratchet request-changes <feedback>`, `/ratchet retry`,"
     " `/ratchet cancel`, `/ratchet status`, `/ratchet budget +<amount>`"
@@ -52,18 +57,19 @@ def parse_command(body: str | None) -> Command | None:
             continue
         verb = (match.group("verb") or "").lower()
         if verb not in VERBS:
-            raise CommandError(f"unknown command {line.strip()!r}; the commands are {USAGE}")
+            raise CommandError(
+                f"unknown command {line.strip()[:ECHO_CHARS]!r}; the commands are {USAGE}")
         rest = match.group("rest").strip()
         kind = VERBS[verb]
         if kind is SignalKind.REQUEST_CHANGES:
             feedback = "\n".join([rest, *lines[index + 1:]]).strip()
             if not feedback:
                 raise CommandError("`/ratchet request-changes` needs feedback after it")
-            return Command(kind, feedback)
+            return Command(kind, checked_feedback(feedback))
         if kind is SignalKind.APPROVE:
             if not rest:
                 raise CommandError("`/ratchet approve` needs the spec's hash after it")
-            return Command(kind, rest.split()[0])
+            return Command(kind, rest.split()[0][:HASH_CHARS])
         if kind is SignalKind.BUDGET:
             try:
                 parse_raise(rest)  # the unit is decided by the run's stop, when it is bare
@@ -72,3 +78,12 @@ def parse_command(body: str | None) -> Command | None:
             return Command(kind, rest)
         return Command(kind, "")
     return None
+
+
+def checked_feedback(text: str) -> str:
+    """``text`` as feedback for the next spec; ``CommandError`` when it is longer than GitHub
+    lets a body be (so it is not from GitHub)."""
+    if len(text) > MAX_FEEDBACK_CHARS:
+        raise CommandError(f"feedback of {len(text)} characters is longer than GitHub allows"
+                           f" ({MAX_FEEDBACK_CHARS}); shorten it")
+    return text

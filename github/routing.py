@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from github.commands import CommandError, parse_command
+from github.commands import CommandError, checked_feedback, parse_command
 from github.events import (
     Account,
     CheckRunEvent,
@@ -189,9 +189,13 @@ def _review(event: PullRequestReviewEvent) -> Intent:
         return Ignore(f"pull_request_review.{event.action} ({review.state}) is not used")
     if not (review.body or "").strip():
         return Ignore("a review requesting changes without text: say what to change")
+    try:
+        message = checked_feedback(review.body or "")
+    except CommandError as exc:
+        return Ignore(str(exc))
     return Signal(event.repository.clone_url, event.pull_request.number,
                   SignalKind.REQUEST_CHANGES, review.user.login,
-                  {"message": review.body, "review": review.id})
+                  {"message": message, "review": review.id})
 
 
 def _check_run(event: CheckRunEvent, settings: RouteSettings) -> Intent:

@@ -301,6 +301,7 @@ def review(state: str, body: str | None, *, action: str = "submitted") -> dict[s
     (review("approved", None), "(approved) is not used"),
     (review("changes_requested", "  "), "without text"),
     (review("changes_requested", "x", action="edited"), "is not used"),
+    (review("changes_requested", "x" * 70_000), "longer than GitHub allows"),
 ])
 def test_a_review_requesting_changes_sends_the_spec_back(payload: dict[str, Any],
                                                          expected: str) -> None:

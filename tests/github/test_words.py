@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from github.commands import MAX_FEEDBACK_CHARS, CommandError, parse_command
 from github.words import GitHubWords
 from runner.names import SignalKind
 from runner.render import Vocabulary, render_pull_request, render_reply, say_next_action
@@ -52,3 +53,16 @@ def test_texts_for_people_use_the_commands() -> None:
     assert reply.startswith("@bob: there is nothing to retry")
     action = say_next_action({"kind": "human_decision", "reason": "branch moved"}, "run-1", WORDS)
     assert "`/ratchet retry`" in action and "`/ratchet cancel`" in action
+
+
+def test_what_a_comment_carries_into_the_ledger_is_capped() -> None:
+    """Feedback becomes a prompt and a record: longer than a GitHub body is refused; a hash and
+    an unknown verb are cut before anything echoes them back."""
+    longest = "x" * MAX_FEEDBACK_CHARS
+    assert parse_command(f"/ratchet request-changes {longest}").argument == longest
+    with pytest.raises(CommandError, match="longer than GitHub allows"):
+        parse_command(f"/ratchet request-changes {longest}y")
+    assert parse_command("/ratchet approve " + "a" * 500).argument == "a" * 64
+    with pytest.raises(CommandError) as unknown:
+        parse_command("/ratchet " + "z" * 500)
+    assert len(str(unknown.value)) < 400
