@@ -4,6 +4,7 @@ and the parts a run that came from GitHub is carried out with (``GitHubRuns``)."
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from app.settings import Settings, SettingsError
@@ -69,28 +70,35 @@ class GitHubRuns:
     GitHub. One client per process, shared by every run (its token cache and its spacing of
     writes are per installation)."""
 
-    def __init__(self, settings: Settings, store: Store, workspaces: Workspaces,
-                 credentials: AppCredentials) -> None:
+    def __init__(self, store: Store, workspaces: Workspaces, client: GitHubClient, *,
+                 bot_login: str | None, allowed_bots: frozenset[str],
+                 details_url: Callable[[Run], str | None]) -> None:
         self.store = store
         self.workspaces = workspaces
-        self.client = GitHubClient(credentials,
-                                   mutation_interval=settings.github_mutation_interval)
-        self.bot_login = bot_login(settings)
-        self.public_url = settings.public_url.rstrip("/") if settings.public_url else None
-        self.authorizer = GitHubAuthorizer(self.client, locate=self.target,
-                                           bot_login=self.bot_login,
-                                           allowed_bots=settings.allowed_bot_logins)
+        self.client = client
+        self.bot_login = bot_login
+        self.details_url = details_url
+        self.authorizer = GitHubAuthorizer(client, locate=self.target, bot_login=bot_login,
+                                           allowed_bots=allowed_bots)
 
     @classmethod
     def from_settings(cls, settings: Settings, store: Store,
                       workspaces: Workspaces) -> GitHubRuns | None:
-        """None when no App is configured: runs from GitHub then cannot be carried out."""
+        """The App's runs; None when no App is configured: runs from GitHub then cannot be
+        carried out."""
         credentials = app_credentials(settings)
-        return None if credentials is None else cls(settings, store, workspaces, credentials)
+        if credentials is None:
+            return None
+        public = settings.public_url.rstrip("/") if settings.public_url else None
+        return cls(store, workspaces,
+                   GitHubClient(credentials, mutation_interval=settings.github_mutation_interval),
+                   bot_login=bot_login(settings), allowed_bots=settings.allowed_bot_logins,
+                   details_url=lambda run: f"{public}/runs/{run.id}" if public else None)
 
-    @staticmethod
-    def target(run: Run) -> RepoTarget:
-        installation = run.params.get("installation")
+    def target(self, run: Run) -> RepoTarget:
+        """The run's repository, through the installation its delivery named (a plain
+        token's client acts through none)."""
+        installation = run.params.get("installation") if self.client.per_installation else None
         return RepoTarget(str(run.params["owner"]), str(run.params["repo"]),
                           int(installation) if installation is not None else None)
 
@@ -101,13 +109,14 @@ class GitHubRuns:
             installation=target.installation, issue=run.issue or run.pr or 0,
             workspaces=self.workspaces, worktree=worktree, words=GITHUB_WORDS,
             ledger=lambda: self.store.effects(run.id),
-            details_url=f"{self.public_url}/runs/{run.id}" if self.public_url else None,
+            details_url=self.details_url(run),
             bot_login=self.bot_login,
         )
 
     def access(self, run: Run) -> RemoteAccess:
         """Git's credential for the run's clone URL: a fresh installation token (cached by the
-        client until shortly before it expires), handed to that git call only."""
+        client until shortly before it expires; a plain token as it is), handed to that git
+        call only."""
         token = self.client.installation_token(self.target(run).installation)
         config, env = git_credentials(token, remote_url=str(run.params["clone_url"]))
         return RemoteAccess(config, env)

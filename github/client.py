@@ -94,6 +94,12 @@ class GitHubClient:
     def __repr__(self) -> str:
         return f"GitHubClient({self._auth!r}, api_url={self._transport.api_url!r})"
 
+    @property
+    def per_installation(self) -> bool:
+        """An App's client: each call names the installation it acts through (a plain
+        token's client has none)."""
+        return isinstance(self._auth, AppAuth)
+
     # -- credentials ---------------------------------------------------------------------------
 
     def installation_id(self, owner: str, repo: str) -> int | None:

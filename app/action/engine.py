@@ -1,10 +1,9 @@
 """The engine of a run-mode job: the App's GitHub parts, authenticated with the job's token.
 
-The same executors as ``app/github.py``'s ``GitHubRuns`` (idempotent comments, replies,
-reactions, pushes, pull requests, check runs), the same authorizer (the collaborator permission
-API) and git's credential helper, but with a plain token (``TokenCredentials``: no App, every
-call's installation is ``None``). Every run in a job's ledger came from this repository on
-GitHub, so there is no local sink here.
+``app/github.py``'s ``GitHubRuns`` (idempotent comments, replies, reactions, pushes, pull
+requests, check runs; the collaborator permission API; git's credential helper) with a client
+of a plain token (``TokenCredentials``: no App, no installation). Every run in a job's ledger
+came from this repository on GitHub, so there is no local sink here.
 
 Agents and checks get the job's environment without the token or the runner's credentials
 (``env.scrub_environment`` ran before), and everything persisted or sent is redacted of them.
@@ -14,19 +13,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from pathlib import Path
 
-from app.github import bot_login
+from app.github import GitHubRuns, bot_login
 from app.settings import Settings, child_environment
 from github.client import GitHubClient
 from github.credentials import TokenCredentials
-from github.effects import GitHubExecutor
 from github.gitauth import git_credentials
-from github.permissions import GitHubAuthorizer
 from github.repository import RepoTarget
-from github.words import GITHUB_WORDS
 from runner.engine import Engine
-from runner.ledger.records import Run
 from runner.ledger.store import Store
 from runner.redact import SECRET_NAME, Redactor
 from runner.session import OnChange
@@ -79,18 +73,8 @@ def job_engine(store: Store, settings: Settings, github: JobGitHub, client: GitH
             v for k, v in os.environ.items() if SECRET_NAME.search(k))]),
     )
     workspaces = Workspaces(engine_settings.home / "work")
-    login = job_bot_login(settings)
-    authorizer = GitHubAuthorizer(client, locate=lambda run: github.target, bot_login=login,
-                                  allowed_bots=settings.allowed_bot_logins)
-
-    def executor_for(run: Run, worktree: Path | None) -> GitHubExecutor:
-        return GitHubExecutor(
-            client, owner=github.owner, repo=github.repo, installation=None,
-            issue=run.issue or run.pr or 0, workspaces=workspaces, worktree=worktree,
-            words=GITHUB_WORDS, ledger=lambda: store.effects(run.id),
-            details_url=github.details_url, bot_login=login,
-        )
-
-    return Engine(store, engine_settings, executor_for=executor_for, workspaces=workspaces,
-                  on_change=on_change, authorizer=authorizer,
-                  access_for=lambda run: github.access())
+    runs = GitHubRuns(store, workspaces, client, bot_login=job_bot_login(settings),
+                      allowed_bots=settings.allowed_bot_logins,
+                      details_url=lambda run: github.details_url)
+    return Engine(store, engine_settings, executor_for=runs.executor, workspaces=workspaces,
+                  on_change=on_change, authorizer=runs.authorizer, access_for=runs.access)
