@@ -68,6 +68,11 @@ class Sandbox:
     def confined(self) -> bool:
         return self.mode is SandboxMode.BWRAP
 
+    def hides(self, path: Path) -> bool:
+        """Whether ``path`` is one of the paths kept from agents and checks (Ratchet's home,
+        its secrets), which nothing may show them."""
+        return any(path.is_relative_to(hidden) for hidden in self.hidden)
+
     def masks(self, path: Path) -> bool:
         """Whether ``path`` is out of sight inside (a private folder or a hidden path)."""
         if not self.confined:

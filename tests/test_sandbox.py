@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import socket
 import subprocess
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from runner.agents.base import AgentTask
+from runner.agents.command import CommandAgent
 from runner.sandbox import Sandbox, SandboxMode, SandboxUnavailable
 from tests.e2e.harness import processes_with_env
 
@@ -142,3 +145,36 @@ def test_the_sandbox_bench_runs_and_reports_its_added_cost() -> None:
                             cwd=root, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "sandbox added cost per agent step at p50" in result.stdout
+
+
+def test_a_script_the_agent_command_names_in_tmp_runs_and_nothing_beside_it_shows(
+        layout: dict[str, Path], tmp_path: Path) -> None:
+    """A checkout under /tmp (CI clones there) runs its agent script in the sandbox: the file
+    the template names literally is shown read-only; its neighbours, and hidden paths even when
+    the template names them, stay out of sight."""
+    script = tmp_path / "agent.py"
+    neighbour = tmp_path / "notes.txt"
+    neighbour.write_text("private")
+    secret = layout["home"] / "key.pem"
+    secret.write_text("-----BEGIN KEY-----")
+    script.write_text(
+        "import os, pathlib, sys\n"
+        "def seen(p):\n"
+        "    try:\n        return pathlib.Path(p).read_text()\n"
+        "    except OSError as exc:\n        return type(exc).__name__\n"
+        f"report = [seen({str(neighbour)!r}), seen(sys.argv[1])]\n"
+        "pathlib.Path(os.environ['RATCHET_OUTPUT']).write_text(repr(report))\n")
+    agent = CommandAgent(f"{sys.executable} {script} {secret}", sandbox=sandbox_for(layout))
+    out = layout["shared"] / "out"
+    prompt = layout["shared"] / "prompt.md"
+    prompt.write_text("p")
+    task = AgentTask(run_id="r", phase="research", step="research.1",
+                     worktree=layout["worktree"], prompt="p", prompt_file=prompt,
+                     output_dir=out, output=out / "analysis.md",
+                     log_file=layout["shared"] / "agent.log", timeout=60)
+
+    agent.run(task)
+
+    neighbour_seen, secret_seen = ast.literal_eval(task.output.read_text())
+    assert neighbour_seen == "FileNotFoundError"  # /tmp stays private
+    assert "BEGIN KEY" not in secret_seen  # hidden, though the template names it

@@ -105,6 +105,21 @@ def parse_template(template: str) -> tuple[tuple[_Part, ...], ...]:
     return tuple(argv)
 
 
+def _named_files(template: str, sandbox: Sandbox) -> tuple[Path, ...]:
+    """Files the operator's template names literally after the program (``python3
+    /tmp/agent.py``) that the sandbox's private folders would hide: shown read-only. Never a
+    path the sandbox hides on purpose, nor anything a placeholder (run data) fills in."""
+    named = []
+    for word in parse_template(template)[1:]:
+        if any(name for _, name in word):
+            continue
+        path = Path("".join(literal for literal, _ in word))
+        if (path.is_absolute() and path.is_file() and sandbox.masks(path)
+                and not sandbox.hides(path)):
+            named.append(path)
+    return tuple(named)
+
+
 def render_argv(parsed: Sequence[Sequence[_Part]], values: Mapping[str, str]) -> list[str]:
     """Substitute placeholder ``values`` into each argv element of a parsed template."""
     return ["".join(lit + (values[name] if name else "") for lit, name in word) for word in parsed]
@@ -284,6 +299,8 @@ class CommandAgent:
         # The program itself stays visible even where the sandbox masks its folder (/tmp).
         location = Path(program).absolute() if program else None
         program_path = (location,) if location and self.sandbox.masks(location) else ()
+        # So do files the template names literally (a script after its interpreter).
+        program_path += _named_files(template, self.sandbox)
         # A read-only worktree is bound like the prompt: visible, though under Ratchet's home.
         tree = (task.worktree,)
         command = self.sandbox.command(
