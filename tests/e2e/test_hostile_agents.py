@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.harness import (
+    AGENT,
     ROOT,
     Ratchet,
     drive_to_done,
@@ -51,7 +52,7 @@ class Attack:
         self.target.write_text(f"{SECRET_FILE_TEXT}\n")
         self.report.mkdir(parents=True)
         self.ratchet.env.update({
-            "RATCHET_AGENT_COMMAND": f"{sys.executable} {HOSTILE}",
+            "RATCHET_AGENT_COMMAND": f"{sys.executable} {HOSTILE} {AGENT}",
             "RATCHET_SANDBOX": sandbox,
             "RATCHET_PLANTED_CANARY": CANARY,
             "HOSTILE": attacks,
