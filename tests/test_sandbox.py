@@ -21,7 +21,9 @@ from tests.e2e.harness import processes_with_env
 def run(sandbox: Sandbox, script: str, *, cwd: Path, env: dict[str, str] | None = None,
         **options: object) -> subprocess.CompletedProcess[str]:
     # The interpreter is shown like an agent's program (a venv under /tmp is masked otherwise).
-    readable = (*options.pop("readable", ()), Path(sys.executable))  # type: ignore[misc]
+    interpreter = Path(sys.executable)
+    shown = (interpreter,) if sandbox.masks(interpreter) else ()
+    readable = (*options.pop("readable", ()), *shown)  # type: ignore[misc]
     argv = sandbox.command([sys.executable, "-c", script], cwd=cwd,  # type: ignore[arg-type]
                            readable=readable, **options)
     return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=60,
