@@ -111,6 +111,17 @@ def build_parser() -> argparse.ArgumentParser:
     retry.add_argument("--json", action="store_true")
     retry.set_defaults(handler=cmd_retry)
 
+    again = sub.add_parser(
+        "verify-again", help="verify a stopped run's checkpointed tree again, without an agent",
+        description="Run the verification plan again on the tree the run checkpointed last"
+                    " (after a check's outside cause is fixed, or when a repair or publish"
+                    " stopped); the run goes on from the result as after any verification.")
+    again.add_argument("run_id", metavar="RUN")
+    again.add_argument("--detach", action="store_true",
+                       help="record the request and enqueue the run for a worker")
+    again.add_argument("--json", action="store_true")
+    again.set_defaults(handler=cmd_verify_again)
+
     budget = sub.add_parser(
         "budget", help="raise a run's budget; a run its budget stopped continues",
         epilog="AMOUNT: 1 or $1 (dollars; a bare number raises the limit the run reached),"
@@ -250,6 +261,10 @@ def cmd_request_changes(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_retry(args: argparse.Namespace, settings: Settings) -> int:
     return _signal(args, settings, SignalKind.RETRY)
+
+
+def cmd_verify_again(args: argparse.Namespace, settings: Settings) -> int:
+    return _signal(args, settings, SignalKind.RERUN_VERIFICATION)
 
 
 def cmd_budget(args: argparse.Namespace, settings: Settings) -> int:

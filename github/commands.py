@@ -20,6 +20,7 @@ VERBS = {
     "approve": SignalKind.APPROVE,
     "request-changes": SignalKind.REQUEST_CHANGES,
     "retry": SignalKind.RETRY,
+    "verify-again": SignalKind.RERUN_VERIFICATION,
     "cancel": SignalKind.CANCEL,
     "status": SignalKind.STATUS,
     "budget": SignalKind.BUDGET,
@@ -31,7 +32,7 @@ HASH_CHARS = 64
 ECHO_CHARS = 80
 USAGE = (
     "`/ratchet approve <spec hash>`, `/ratchet request-changes <feedback>`, `/ratchet retry`,"
-    " `/ratchet cancel`, `/ratchet status`, `/ratchet budget +<amount>`"
+    " `/ratchet verify-again`, `/ratchet cancel`, `/ratchet status`, `/ratchet budget +<amount>`"
 )
 
 

@@ -169,7 +169,8 @@ def render_reply(payload: Mapping[str, Any], words: Vocabulary) -> str:
     elif refusal is Refusal.NOTHING_TO_RETRY:
         text = (f"there is nothing to retry: the run is {params.get('state')}, not stopped.")
     elif refusal is Refusal.NOTHING_TO_VERIFY:
-        text = (f"verification cannot be rerun now (the run is {params.get('state')}).")
+        text = ("verification runs again only on a stopped run with an implemented tree"
+                f" (the run is {params.get('state')}).")
     elif refusal is Refusal.BAD_BUDGET:
         text = (f"{params.get('detail') or 'that is not a budget raise'}:"
                 f" `{words.budget(run_id, '+1')}`.")

@@ -64,7 +64,7 @@ from runner.redact import Redactor
 from runner.results import PreparedRecord, last_tree, prepared_result
 from runner.sandbox import Sandbox
 from runner.scratch import remove_scratch, scrub_scratch
-from runner.signals import Authorization, Authorizer, decide_signal
+from runner.signals import Authorization, Authorizer, decide_signal, has_tree
 from runner.status import PREPARED_STEP, read_status
 from runner.steps import STEPS, StepInput, StepResult, StepServices
 from runner.steps.base import read_patch
@@ -317,7 +317,7 @@ class Session:
                 if signal.kind is SignalKind.BUDGET and run.state is State.NEEDS_HUMAN else None)
         verdict = decide_signal(
             run, signal, authorization=authorization, spec_sha256=spec_sha,
-            has_tree=any(StepId.parse(c.step).state == State.IMPLEMENT for c in history),
+            has_tree=has_tree(c.step for c in history),
             budget_stop=stop,
         )
         name = f"{signal.kind.value}.{sha256_hex(signal.id)[:12]}"

@@ -11,7 +11,7 @@ reply).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -143,6 +143,12 @@ def _decide_raise(run: Run, signal: Signal, budget_stop: Mapping[str, Any] | Non
         return _refuse(Refusal.BAD_BUDGET, amount=amount, detail=str(exc))
     params = {"limit": which.value, "add": add}
     return Verdict(True, Outcome.RETRIED if stopped else None, params=params)
+
+
+def has_tree(completed_steps: Iterable[str]) -> bool:
+    """Whether an implement step completed: the run has a checkpointed tree that verification
+    can check again."""
+    return any(StepId.parse(step).state == State.IMPLEMENT for step in completed_steps)
 
 
 def stopped_step(run: Run) -> StepId:

@@ -120,12 +120,14 @@ def test_commands_become_signals_of_the_active_run(deliveries: Deliveries) -> No
     approve = deliveries.post("issue_comment", comment("/ratchet approve 3f2a9c0b1d2e"))
     changes = deliveries.post("issue_comment",
                               comment("LGTM mostly.\n/ratchet request-changes cover\nzero too"))
-    assert (approve.status_code, changes.status_code) == (202, 202)
+    again = deliveries.post("issue_comment", comment("/ratchet verify-again"))
+    assert (approve.status_code, changes.status_code, again.status_code) == (202, 202, 202)
     kinds = [(s.kind, s.payload) for s in deliveries.store.signals(run_id)]
     assert kinds == [
         (SignalKind.APPROVE, {"hash": "3f2a9c0b1d2e", "comment": {"id": 555, "issue": 7}}),
         (SignalKind.REQUEST_CHANGES, {"message": "cover\nzero too",
                                       "comment": {"id": 555, "issue": 7}}),
+        (SignalKind.RERUN_VERIFICATION, {"comment": {"id": 555, "issue": 7}}),
     ]
     assert all(s.status is SignalStatus.PENDING for s in deliveries.store.signals(run_id))
     closed = deliveries.post("issues", {**labeled(), "action": "closed"})

@@ -1,4 +1,4 @@
-"""Actions from a run's page: approve the spec, request changes, retry, cancel.
+"""Actions from a run's page: approve the spec, request changes, retry, verify again, cancel.
 
 Each is recorded as a signal in the run's inbox, as a command in a comment would be, and the
 run is woken; the worker that takes it up answers the signal (and may still refuse it, saying
@@ -30,7 +30,8 @@ from runner.names import SignalKind
 log = logging.getLogger(__name__)
 
 KINDS = {"approve": SignalKind.APPROVE, "request-changes": SignalKind.REQUEST_CHANGES,
-         "retry": SignalKind.RETRY, "cancel": SignalKind.CANCEL}
+         "retry": SignalKind.RETRY, "verify-again": SignalKind.RERUN_VERIFICATION,
+         "cancel": SignalKind.CANCEL}
 MAX_MESSAGE = 20_000  # characters of a change request (a comment allows 65,536)
 MAX_FORM_BYTES = 64 * 1024
 _NONCE = re.compile(r"[0-9a-f]{16,64}")
@@ -48,8 +49,8 @@ class Actions:
     async def act(self, request: Request) -> Response:
         kind = KINDS.get(request.path_params["action"])
         if kind is None:
-            raise PageError(404, "no such action; a run can be approved, sent back, retried or"
-                                 " cancelled")
+            raise PageError(404, "no such action; a run can be approved, sent back, retried,"
+                                 " verified again or cancelled")
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > MAX_FORM_BYTES:
             raise PageError(413, "that form is too large")

@@ -16,6 +16,7 @@ from urllib.parse import quote
 from app.dashboard.access import repo_slug
 from runner.ledger.records import Checkpoint, Effect, Event, Run
 from runner.names import EffectKind, EventType, StepId
+from runner.signals import has_tree
 from runner.workflow import State, is_end, is_stopped
 
 # How much of a log the run page shows inline (the whole log is one click away).
@@ -284,13 +285,15 @@ def log_hashes(events: Iterable[Event]) -> set[str]:
     return {c.log_sha256 for r in verify_rounds(events) for c in r.checks if c.log_sha256}
 
 
-def actions(run: Run, *, spec_sha256: str | None, can_write: bool) -> dict[str, bool]:
+def actions(run: Run, *, spec_sha256: str | None, completed_steps: Sequence[str],
+            can_write: bool) -> dict[str, bool]:
     """Which buttons the run's page offers: what the run accepts now, for a writer."""
     waiting = run.state is State.AWAITING_APPROVAL
     return {
         "approve": can_write and waiting and spec_sha256 is not None,
         "request_changes": can_write and waiting and spec_sha256 is not None,
         "retry": can_write and is_stopped(run.state),
+        "verify_again": can_write and is_stopped(run.state) and has_tree(completed_steps),
         "cancel": can_write and not is_end(run.state),
     }
 

@@ -24,7 +24,7 @@ from runner.render import say_next_action
 from runner.workflow import State
 
 PLAIN_TEXT = "text/plain; charset=utf-8"  # never HTML: a log is shown, not interpreted
-ACTIONS = ("approve", "request_changes", "retry", "cancel")
+ACTIONS = ("approve", "request_changes", "retry", "verify_again", "cancel")
 
 
 class Pages:
@@ -69,6 +69,7 @@ class Pages:
             "next_action": say_next_action(detail.status.next_action.to_dict(), run.id,
                                            WEB_WORDS),
             "actions": pages.actions(run, spec_sha256=detail.spec_sha256,
+                                     completed_steps=detail.status.completed_steps,
                                      can_write=permission >= Permission.WRITE),
             "can_write": permission >= Permission.WRITE,
             "effect_counts": Counter(row.effect.status.value for row in detail.effects),

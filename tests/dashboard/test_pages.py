@@ -13,12 +13,14 @@ from app.dashboard.security import CONTENT_SECURITY_POLICY
 from runner.ledger.records import NewEvent, NewRun
 from runner.names import EventType, SignalKind, SignalStatus
 from runner.subagents import Planned, Subagent, SubagentResult, SubagentStatus
+from runner.workflow import State
 from tests.dashboard.conftest import (
     FAILING_LOG,
     LOCAL_HOST,
     SPEC,
     T0,
     WEB,
+    Writer,
     dashboard_app,
     open_config,
     tell_story,
@@ -207,6 +209,28 @@ def test_approve_from_the_page_records_a_signal_and_wakes_the_run(store, client,
     assert empty.status_code == 400 and len(store.signals("r-wait")) == 1
     client.post("/runs/r-wait/request-changes", data={**changes, "message": "Cover <0"})
     assert store.signals("r-wait")[-1].payload == {"message": "Cover <0"}
+
+
+def test_verify_again_is_offered_only_to_a_stopped_run_with_a_tree(store, client, woken):
+    waiting_run(store, "r-wait")
+    assert "/verify-again" not in client.get("/runs/r-wait").text  # nothing implemented
+    run = store.create_run(NewRun(id="r-stop", repo="/srv/calc", title="Stopped"), now=T0)
+    w = Writer(store, run, owner="host-a:101", at=T0)
+    for state, step in ((State.RESEARCH, "research.1"), (State.SPECIFY, "specify.1"),
+                        (State.AWAITING_APPROVAL, "awaiting_approval.1"),
+                        (State.IMPLEMENT, "implement.1")):
+        w.move(state, step)
+    w.move(State.VERIFY, "verify.1", checkpoint=("implement.1", {}, {"outcome": "done"}))
+    w.move(State.NEEDS_HUMAN, "verify.1", reason="checks still failing after 0 repairs")
+    store.release_lease(w.lease)
+
+    form = _form(client.get("/runs/r-stop").text, "verify-again")
+    sent = client.post("/runs/r-stop/verify-again", data=form, follow_redirects=False,
+                       headers={"Origin": LOCAL_HOST})
+    assert sent.status_code == 303
+    [signal] = store.signals("r-stop")
+    assert (signal.kind, signal.author) == (SignalKind.RERUN_VERIFICATION, "root")
+    assert woken == ["r-stop"]
 
 
 def test_a_post_from_another_site_is_refused(store, client):

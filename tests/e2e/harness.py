@@ -166,7 +166,7 @@ class Ratchet:
         ids = Counter(c["external_id"] for c in outbox.check_runs)
         assert set(ids.values()) == {1}, ids
         by_name = Counter(c["name"] for c in outbox.check_runs)
-        assert by_name == {"ratchet/spec": spec_heads, "ratchet/verify": verified_heads}
+        assert by_name == {"ratchet/spec": spec_heads, "ratchet/verify": verified_heads}, by_name
         pushes = self.branch_pushes(run_id)
         assert len(pushes) == spec_heads + verified_heads, pushes
         for older, newer in itertools.pairwise(pushes):

@@ -243,3 +243,44 @@ def test_a_change_nothing_verifies_stops_as_not_verified(tmp_path):
     [verify] = [c for c in outbox.check_runs if c["name"] == "ratchet/verify"]
     assert verify["conclusion"] == "neutral"
     assert "VERIFICATION_UNVERIFIED" in {e["type"] for e in ratchet.events(run_id)}
+
+
+def test_verify_again_checks_the_same_tree_once_the_outside_cause_is_fixed(tmp_path):
+    """A check that needs something outside the tree (a service) fails; once it is back,
+    ``ratchet verify-again`` verifies the checkpointed tree again: no agent runs, and the run
+    publishes once."""
+    ratchet = Ratchet(home=tmp_path / "home", repo=tmp_path / "repo")
+    service = ratchet.shared / "service-up"
+    make_target_repo(ratchet.repo, config=(
+        "repair: {max_attempts: 0}\nverify:\n  checks:\n"
+        f'    - {{id: service, kind: test, run: "test -f {service}", timeout: 60}}\n'))
+    ratchet.create()
+    run_id = ratchet.run_id()
+
+    early = ratchet("verify-again", run_id)  # nothing implemented yet: refused, says why
+    assert early.returncode == 2
+    assert "only on a stopped run with an implemented tree" in early.stderr
+    assert "(the run is awaiting_approval)" in early.stderr
+
+    stopped = ratchet.approve(run_id)
+    assert stopped.returncode == 1, stopped.stderr
+    assert ratchet.status(run_id)["state"] == "needs_human"
+    head = ratchet.status(run_id)["completed_steps"][-1]
+    assert head == "verify.1"
+
+    service.write_text("up")
+    again = ratchet("verify-again", run_id, "--json")
+    assert again.returncode == 0, again.stderr
+    final = json.loads(again.stdout.splitlines()[-1])
+    assert final["state"] == "done"
+    assert final["completed_steps"][-4:] == ["implement.1", "verify.1", "verify.2", "publish.1"]
+    assert ratchet.agent_runs() == ["research.1", "specify.1", "implement.1"]  # no agent again
+    types = [e["type"] for e in ratchet.events(run_id)]
+    assert types.count("TESTS_FAILED") == 1 and types.count("VERIFICATION_PASSED") == 1
+    assert types.count("SIGNAL_ACCEPTED") == 2 and types.count("SIGNAL_REFUSED") == 1
+    # Each verification pushed its own commit with its check run; both hold the same tree (the
+    # implement step's). The early request earned the one reply.
+    ratchet.assert_published_once(run_id, verified_heads=2, replies=1)
+    first, second = ratchet.branch_pushes(run_id)[-2:]
+    assert git(ratchet.repo, "rev-parse", f"{first}^{{tree}}", f"{second}^{{tree}}").split() == [
+        ratchet.branch_tree(run_id)] * 2
