@@ -47,6 +47,11 @@ def status_text(status: RunStatus) -> str:
     if status.reason:
         lines.append(f"reason: {status.reason}")
     lines += [f"problem: {problem}" for problem in status.problems]
+    if status.subagents:
+        lines.append("subagents: " + ", ".join(
+            f"{row['name']} {row['status']}" + (f" ({row['artifact']})" if row.get("artifact")
+                                                else "")
+            for row in status.subagents))
     if status.usage.get("total", {}).get("agent_runs"):
         lines.append(f"spent: {say_usage(status.usage)}")
     lines.append("effects:" if status.effects else "effects: none")

@@ -7,6 +7,7 @@ from runner.budget import budget_stop
 from runner.canonical import sha256_hex
 from runner.errors import CorruptArtifact, CorruptRecord
 from runner.ledger.store import Store
+from runner.subagents import subagent_rows
 from runner.views import RunStatus, describe, usage_view
 from runner.workflow import State
 
@@ -38,4 +39,5 @@ def read_status(store: Store, run_id: str, *, now: float) -> RunStatus:
     stop = budget_stop(events) if run.state is State.NEEDS_HUMAN else None
     return describe(run, store.completed_steps(run_id), store.effects(run_id),
                     store.signals(run_id), spec_sha256=spec_sha, now=now, problems=problems,
-                    usage=usage_view(events, prepared, now=now), budget_stop=stop)
+                    usage=usage_view(events, prepared, now=now), budget_stop=stop,
+                    subagents=subagent_rows(events))

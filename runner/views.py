@@ -100,6 +100,7 @@ class RunStatus:
     pending_signals: list[dict[str, Any]]
     problems: list[str] = field(default_factory=list)  # e.g. a corrupt artifact, named
     usage: dict[str, Any] = field(default_factory=dict)  # ``usage_view``: spend and budget
+    subagents: list[dict[str, Any]] = field(default_factory=list)  # ``subagent_rows``
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -108,7 +109,7 @@ class RunStatus:
             "effects": self.effects, "next_action": self.next_action.to_dict(),
             "reason": self.reason, "lease": self.lease, "head_revision": self.head_revision,
             "spec_sha256": self.spec_sha256, "pending_signals": self.pending_signals,
-            "problems": self.problems, "usage": self.usage,
+            "problems": self.problems, "usage": self.usage, "subagents": self.subagents,
         }
 
 
@@ -116,6 +117,7 @@ def describe(
     run: Run, completed: list[str], effects: list[Effect], signals: list[Signal], *,
     spec_sha256: str | None, now: float, problems: list[str] | None = None,
     usage: dict[str, Any] | None = None, budget_stop: Mapping[str, Any] | None = None,
+    subagents: Sequence[Mapping[str, Any]] = (),
 ) -> RunStatus:
     pending = [s for s in signals if s.status is SignalStatus.PENDING]
     lease = None
@@ -132,6 +134,7 @@ def describe(
         pending_signals=[s.to_dict() for s in pending],
         problems=list(problems or []),
         usage=dict(usage or {}),
+        subagents=[dict(row) for row in subagents],
     )
 
 

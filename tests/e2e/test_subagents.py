@@ -134,10 +134,15 @@ def test_three_subagents_run_in_parallel_and_the_specify_prompt_gets_paths_and_n
     assert "Read subagent artifacts: alpha.md, beta.md, gamma.md" in (
         folder / "spec.md").read_text()
 
-    # Every subagent is an agent run on the run's usage; the tracking comment lists them.
+    # Every subagent is an agent run on the run's usage; the status and the tracking comment
+    # list them.
     runs = [(s["step"], s.get("subagent")) for s in three.status(run_id)["usage"]["steps"]]
     assert Counter(runs) == Counter([("research.1", None), ("specify.1", None)]
                                     + [("research.1", name) for name in FOCUS])
+    status = three("status", run_id)
+    assert ("subagents: alpha completed (subagents/alpha.md), beta completed"
+            in status.stdout), status.stdout
+    assert [row["status"] for row in three.status(run_id)["subagents"]] == ["completed"] * 3
     [tracking] = [c for c in three.outbox(run_id).comments if c["name"] == f"{run_id}/tracking"]
     assert ("Subagents: `alpha` completed (`subagents/alpha.md`) · `beta` completed"
             in tracking["text"])
