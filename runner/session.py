@@ -3,11 +3,11 @@ the run waits, ends, or has a retry scheduled.
 
 Reconcile rebuilds the worktree from the last checkpoint (proved by hash), takes over a dead
 holder's leftovers on this host, and wires the outbox. Then, in a loop: every intended effect
-is sent (``runner/effects.py``); one pending signal is answered (``runner/signals.py``);
-a wait past its deadline times out; a runnable state's step runs (``runner/steps/``). Every
-state change goes through ``_commit``: one fenced transaction holding the change, its events,
-its checkpoint and artifacts, its outbox (the tracking comment's edit among them) and the
-signal it answers. A refused write means another worker owns the run: the session stops.
+is sent (``runner/effects.py``); one pending signal is answered (``runner/signals.py``
+decides, ``runner/changes.py`` builds the answer); a wait past its deadline times out; a
+runnable state's step runs (``runner/steps/``). Every state change goes through ``_commit``:
+one fenced transaction holding the change, its events, its checkpoint and artifacts, its
+outbox (the tracking comment's edit among them) and the signal it answers. A refused write means another worker owns the run: the session stops.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from runner import changes
 from runner.agents.base import Agent
 from runner.budget import Budget, allowance, budget_of, budget_stop
 from runner.canonical import digest, sha256_hex
@@ -30,7 +31,7 @@ from runner.decisions import (
     backoff,
     decide_failure,
 )
-from runner.effects import EffectExecutor, EffectRequest, Outbox, effect_key
+from runner.effects import EffectExecutor, EffectRequest, Outbox
 from runner.errors import (
     AmbiguousFailure,
     AuthorityFailure,
@@ -87,21 +88,6 @@ from runner.workspace import RemoteAccess, Workspaces
 from verification.config import RepositoryConfig
 
 log = logging.getLogger(__name__)
-
-# The event recording entry into each state: a step started, a wait begun, an end.
-ENTRY_EVENTS = {
-    State.RESEARCH: EventType.RESEARCH_STARTED,
-    State.SPECIFY: EventType.SPEC_STARTED,
-    State.IMPLEMENT: EventType.IMPLEMENTATION_STARTED,
-    State.VERIFY: EventType.VERIFICATION_STARTED,
-    State.REPAIR: EventType.REPAIR_STARTED,
-    State.PUBLISH: EventType.PUBLISH_STARTED,
-    State.AWAITING_APPROVAL: EventType.AWAITING_APPROVAL,
-    State.DONE: EventType.RUN_COMPLETED,
-    State.FAILED: EventType.RUN_FAILED,
-    State.NEEDS_HUMAN: EventType.NEEDS_HUMAN,
-    State.CANCELLED: EventType.RUN_CANCELLED,
-}
 
 OnChange = Callable[[Run, Run], None]
 
@@ -255,7 +241,7 @@ class Session:
         branch = str(run.params.get("base_branch") or "HEAD")
         base = self.parts.workspaces.resolve(run.repo, branch,
                                              access=self.parts.access_for(run))
-        return self._commit(run, self._unchanged(run, base_revision=base, events=(NewEvent(
+        return self._commit(run, changes.unchanged(run, base_revision=base, events=(NewEvent(
             EventType.WORKSPACE_PREPARED, step=run.step, revision=base,
             data={"base_branch": branch}),)))
 
@@ -299,7 +285,8 @@ class Session:
 
     def _answer_signal(self, run: Run) -> Run | None:
         """Answer the oldest pending signal, if any: refused (a reply) or accepted (its
-        transition, and a reaction where it came with a comment)."""
+        transition, and a reaction where it came with a comment); ``runner/changes.py`` builds
+        the answer."""
         pending = self.store.signals(run.id, status=SignalStatus.PENDING)
         if not pending:
             return None
@@ -320,111 +307,23 @@ class Session:
             has_tree=has_tree(c.step for c in history),
             budget_stop=stop,
         )
-        name = f"{signal.kind.value}.{sha256_hex(signal.id)[:12]}"
         log.info("run %r: signal %r from %r %s", run.id, signal.id, signal.author,
                  verdict.reason)
         if not verdict.accepted:
-            assert verdict.refusal is not None
-            reply = self._effect(run, EffectKind.REPLY, f"reply.{name}", {
-                "run": run.id, "signal": signal.id, "author": signal.author,
-                "refusal": verdict.refusal.value, "params": dict(verdict.params),
-                "in_reply_to": signal.payload.get("comment"),
-            })
-            return self._commit(run, self._unchanged(run, events=(NewEvent(
-                EventType.SIGNAL_REFUSED, step=run.step,
-                data={"signal": signal.id, "kind": signal.kind.value, "author": signal.author,
-                      "refusal": verdict.refusal.value, "params": dict(verdict.params)}),),
-                effects=(reply.intent(),),
-                signal=SignalDecision(signal.id, SignalStatus.REFUSED, verdict.reason)))
-        effects: tuple[EffectRequest, ...] = ()
+            return self._commit(run, changes.refusal(run, signal, verdict))
         if signal.kind is SignalKind.BUDGET:
-            return self._raise_budget(run, signal, verdict.params, verdict.outcome, spec_sha,
-                                      history, name)
-        if verdict.outcome is None:  # a status request: answered, nothing moves
+            change, taken = changes.budget_raise(run, signal, verdict, spec_sha256=spec_sha,
+                                                 history=history)
+        elif verdict.outcome is None:  # a status request: answered, nothing moves
             status = read_status(self.store, run.id, now=time.time())
-            reply = self._effect(run, EffectKind.REPLY, f"reply.{name}", {
-                "run": run.id, "signal": signal.id, "author": signal.author,
-                "status": {"state": status.state, "step": status.step,
-                           "completed": status.completed_steps, "reason": status.reason,
-                           "next_action": status.next_action.to_dict(),
-                           "usage": {k: v for k, v in status.usage.items() if k != "steps"}},
-                "in_reply_to": signal.payload.get("comment"),
-            })
-            return self._commit(run, self._unchanged(
-                run, effects=(reply.intent(),),
-                signal=SignalDecision(signal.id, SignalStatus.ACCEPTED, verdict.reason)))
-        if signal.payload.get("comment") is not None:
-            effects = (self._effect(run, EffectKind.REACTION, f"ack.{name}", {
-                "run": run.id, "signal": signal.id, "content": "eyes",
-                "comment": signal.payload["comment"]}),)
-        return self._accept(run, signal, verdict.outcome, spec_sha, history, effects)
-
-    def _raise_budget(self, run: Run, signal: Signal, params: Mapping[str, Any],
-                      outcome: Outcome | None, spec_sha: str | None,
-                      history: list[Checkpoint], name: str) -> Run:
-        """A raise by someone allowed: recorded as a ``BUDGET_RAISED`` event (the run's budget
-        is its recorded one plus its raises); a run its budget stopped resumes its step."""
-        raised = NewEvent(EventType.BUDGET_RAISED, step=run.step, data={
-            "limit": params["limit"], "add": params["add"], "by": signal.author,
-            "signal": signal.id})
-        effects: tuple[EffectRequest, ...] = ()
-        if signal.payload.get("comment") is not None:
-            effects = (self._effect(run, EffectKind.REACTION, f"ack.{name}", {
-                "run": run.id, "signal": signal.id, "content": "+1",
-                "comment": signal.payload["comment"]}),)
-        if outcome is not None:
-            return self._accept(run, signal, outcome, spec_sha, history, effects,
-                                extra=(raised,))
-        accepted = NewEvent(EventType.SIGNAL_ACCEPTED, step=run.step, data={
-            "signal": signal.id, "kind": signal.kind.value, "author": signal.author})
-        return self._commit(run, self._unchanged(
-            run, events=(accepted, raised), effects=tuple(e.intent() for e in effects),
-            signal=SignalDecision(signal.id, SignalStatus.ACCEPTED, "accepted: budget raised")))
-
-    def _accept(self, run: Run, signal: Signal, outcome: Outcome, spec_sha: str | None,
-                history: list[Checkpoint], effects: tuple[EffectRequest, ...], *,
-                extra: tuple[NewEvent, ...] = ()) -> Run:
-        accepted = NewEvent(EventType.SIGNAL_ACCEPTED, step=run.step,
-                            data={"signal": signal.id, "kind": signal.kind.value,
-                                  "author": signal.author})
-        decision = SignalDecision(signal.id, SignalStatus.ACCEPTED, f"accepted: {outcome.value}")
-        if outcome is Outcome.CANCELLED:
-            reason = f"cancelled by {signal.author}"
-            return self._stop(run, outcome, reason, [accepted], effects=effects,
-                              signal=decision)
-        target = transition(run.state, outcome, step=run.step_id)
-        taken = [c.step for c in history]
-        checkpoint = None
-        events = [accepted, *extra]
-        artifacts: dict[str, bytes] = {}
-        if outcome is Outcome.APPROVED:
-            assert spec_sha is not None
-            checkpoint = Checkpoint(run.id, run.step, run.attempt, {"spec": spec_sha}, {
-                "outcome": outcome.value, "signal": signal.id, "by": signal.author,
-                "approved": spec_sha})
-            events.append(NewEvent(EventType.SPEC_APPROVED, step=run.step,
-                                   data={"sha256": spec_sha, "by": signal.author}))
-            artifacts["approved-spec.sha256"] = f"{spec_sha}\n".encode()
-        elif outcome is Outcome.CHANGES_REQUESTED:
-            message = str(signal.payload.get("message", ""))
-            checkpoint = Checkpoint(run.id, run.step, run.attempt, {"spec": spec_sha}, {
-                "outcome": outcome.value, "signal": signal.id, "by": signal.author,
-                "changes_requested": message})
-            events.append(NewEvent(EventType.CHANGES_REQUESTED, step=run.step,
-                                   data={"message": message, "by": signal.author,
-                                         "spec": spec_sha}))
+            return self._commit(run, changes.status_reply(run, signal, verdict, status))
         else:
-            events.append(NewEvent(EventType.RUN_RESUMED, step=run.step,
-                                   data={"by": signal.author, "to": target.value}))
-        if checkpoint is not None:
-            taken.append(checkpoint.step)
-        step = str(StepId.next_for(target.value, taken))
-        events.append(_entry_event(target, step, None))
-        return self._commit(run, Change(
-            version=run.version, state=target, step=step, attempt=1, events=tuple(events),
-            checkpoint=checkpoint, artifacts=artifacts, deadline=self._deadline(target),
-            effects=tuple(e.intent() for e in effects), signal=decision,
-        ), completed=taken)
+            change, taken = changes.acceptance(
+                run, signal, verdict.outcome, spec_sha256=spec_sha, history=history,
+                effects=changes.acknowledgement(run, signal, "eyes"))
+        if taken is not None:  # it entered a state: a wait there gets its deadline
+            change = replace(change, deadline=self._deadline(change.state))
+        return self._commit(run, change, completed=taken)
 
     def _refuse_all(self, run: Run, error: CorruptRecord) -> None:
         """A stopped run whose history is corrupt can answer no signal but cancel: refuse the
@@ -432,10 +331,11 @@ class Session:
         for signal in self.store.signals(run.id, status=SignalStatus.PENDING):
             run = self.store.get_run(run.id)
             if signal.kind is SignalKind.CANCEL:
-                self._stop(run, Outcome.CANCELLED, f"cancelled by {signal.author}", [],
-                           signal=SignalDecision(signal.id, SignalStatus.ACCEPTED, "cancelled"))
+                self._commit(run, changes.stop(
+                    run, Outcome.CANCELLED, f"cancelled by {signal.author}", [],
+                    signal=SignalDecision(signal.id, SignalStatus.ACCEPTED, "cancelled")))
                 return
-            self._commit(run, self._unchanged(run, signal=SignalDecision(
+            self._commit(run, changes.unchanged(run, signal=SignalDecision(
                 signal.id, SignalStatus.REFUSED, f"history cannot be trusted: {error}")))
 
     def _time_out(self, run: Run) -> Run:
@@ -487,7 +387,7 @@ class Session:
         taken = [c.step for c in history] + [run.step]
         # A stop keeps the step it stopped in, so a retry knows what to take up again.
         step = run.step if is_stopped(target) else str(StepId.next_for(target.value, taken))
-        events = (*result.events, _entry_event(target, step, result.reason))
+        events = (*result.events, changes.entry_event(target, step, result.reason))
         new = self._commit(run, Change(
             version=run.version, state=target, step=step, attempt=1, events=events,
             checkpoint=checkpoint, artifacts=result.artifacts,
@@ -582,7 +482,7 @@ class Session:
                                    attempt=run.attempt,
                                    data={"delay_s": round(decision.delay, 3),
                                          "error": record["error"]}))
-            return self._commit(run, self._unchanged(
+            return self._commit(run, changes.unchanged(
                 run, events=tuple(events), artifacts=artifacts,
                 ready_at=time.time() + decision.delay))
         reason = redact(decision.reason)
@@ -596,7 +496,7 @@ class Session:
         delay = backoff(2, self.parts.limits.backoff_base, self.parts.limits.backoff_max)
         log.warning("run %r: signal %r from %r waits %.1fs, its author's access is unknown: %s",
                     run.id, signal.id, signal.author, delay, self.parts.redact(str(failure)))
-        return self._commit(run, self._unchanged(run, ready_at=time.time() + delay))
+        return self._commit(run, changes.unchanged(run, ready_at=time.time() + delay))
 
     def _distrust(self, run: Run, error: CorruptRecord | WorkspaceMismatch) -> Run:
         """Corrupt history is never used: stop for a human, naming what is corrupt."""
@@ -612,16 +512,9 @@ class Session:
 
     def _stop(
         self, run: Run, outcome: Outcome, reason: str, events: list[NewEvent],
-        artifacts: Mapping[str, bytes] | None = None, *,
-        effects: tuple[EffectRequest, ...] = (), signal: SignalDecision | None = None,
+        artifacts: Mapping[str, bytes] | None = None,
     ) -> Run:
-        target = transition(run.state, outcome)
-        return self._commit(run, Change(
-            version=run.version, state=target, step=run.step, attempt=run.attempt,
-            events=(*events, _entry_event(target, run.step, reason)),
-            artifacts=dict(artifacts or {}), reason=reason,
-            effects=tuple(e.intent() for e in effects), signal=signal,
-        ))
+        return self._commit(run, changes.stop(run, outcome, reason, events, artifacts))
 
     def _check_lease(self) -> None:
         if self.heartbeat.lost.is_set():
@@ -647,14 +540,6 @@ class Session:
         new = self.store.apply(self.heartbeat.lease, replace(change, effects=tuple(effects)))
         self.parts.on_change(run, new)
         return new
-
-    def _unchanged(self, run: Run, **fields: Any) -> Change:
-        """A change that keeps the run where it is (events, a scheduled retry, a refusal)."""
-        return Change(**{
-            "version": run.version, "state": run.state, "step": run.step,
-            "attempt": run.attempt, "ready_at": run.ready_at, "deadline": run.deadline,
-            "reason": run.reason, **fields,
-        })
 
     def _tracking(self, run: Run, change: Change, completed: list[str]) -> EffectRequest:
         spec = None
@@ -686,11 +571,6 @@ class Session:
             return None
         return dict(checkpoint.result) if checkpoint is not None else None
 
-    def _effect(self, run: Run, kind: EffectKind, name: str,
-                payload: Mapping[str, Any]) -> EffectRequest:
-        return EffectRequest(effect_key(run.id, run.step, name), run.id, run.step, kind,
-                             payload)
-
     def _redacted(self, intent: Any) -> Any:
         return replace(intent, payload=_redact_value(dict(intent.payload), self.parts.redact))
 
@@ -702,12 +582,6 @@ class Session:
         configured = _config(self.store.checkpoints(self.run_id)).approval.timeout_hours
         timeout = configured * 3600 if configured else self.parts.approval_timeout
         return None if timeout is None else time.time() + timeout
-
-
-def _entry_event(state: State, step: str, reason: str | None) -> NewEvent:
-    data = {"reason": reason} if reason and (is_end(state) or is_stopped(state)) else {}
-    return NewEvent(ENTRY_EVENTS[state], step=step, attempt=1 if is_runnable(state) else None,
-                    data=data)
 
 
 def _pending_events(run: Run, change: Change, at: float) -> list[Event]:

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from runner import changes
 from runner.decisions import Limits, MoveKind, decide_failure, next_move
 from runner.errors import (
     AmbiguousFailure,
@@ -14,7 +15,7 @@ from runner.errors import (
     PolicyViolation,
     TransientFailure,
 )
-from runner.ledger.records import Run, Signal
+from runner.ledger.records import Checkpoint, Run, Signal
 from runner.names import EventType, SignalKind, SignalStatus
 from runner.render import render_reply, render_tracking, say_next_action
 from runner.signals import Authorization, Refusal, decide_signal
@@ -99,6 +100,46 @@ def test_an_author_without_permission_is_refused_whatever_they_ask():
     reply = render_reply({"run": "r1", "author": "ann", "refusal": verdict.refusal.value,
                           "params": dict(verdict.params)}, Words())
     assert reply.startswith("@ann: ") and "read permission only" in reply
+
+
+def test_a_signal_is_answered_by_one_change_built_without_io():
+    waiting = run_in(State.AWAITING_APPROVAL, "awaiting_approval.1")
+    history = [Checkpoint("r1", step, 1, {}, {}) for step in ("queued.1", "research.1",
+                                                              "specify.1")]
+    approve = replace(signal(SignalKind.APPROVE, hash=SPEC[:12]),
+                      payload={"hash": SPEC[:12], "comment": {"id": 5, "issue": 7}})
+    verdict = decide_signal(waiting, approve, authorization=ALLOWED, spec_sha256=SPEC,
+                            has_tree=False)
+    change, taken = changes.acceptance(
+        waiting, approve, verdict.outcome, spec_sha256=SPEC, history=history,
+        effects=changes.acknowledgement(waiting, approve, "eyes"))
+    # The approval is checkpointed in the step it answers; the run enters implement.1.
+    assert (change.state, change.step, change.version) == (State.IMPLEMENT, "implement.1", 3)
+    assert change.checkpoint is not None and change.checkpoint.result["approved"] == SPEC
+    assert taken == ["queued.1", "research.1", "specify.1", "awaiting_approval.1"]
+    assert [e.type for e in change.events] == [
+        EventType.SIGNAL_ACCEPTED, EventType.SPEC_APPROVED, EventType.IMPLEMENTATION_STARTED]
+    assert change.artifacts == {"approved-spec.sha256": f"{SPEC}\n".encode()}
+    [ack] = change.effects
+    assert ack.key.startswith("r1:awaiting_approval.1:ack.approve.") and change.signal
+    assert change.signal.status is SignalStatus.ACCEPTED
+
+    # Refused: one reply, keyed by the signal, and the run stays where it is.
+    stale = signal(SignalKind.APPROVE, hash="ffffff")
+    refused = changes.refusal(waiting, stale, decide_signal(
+        waiting, stale, authorization=ALLOWED, spec_sha256=SPEC, has_tree=False))
+    assert (refused.state, refused.step, refused.checkpoint) == (
+        State.AWAITING_APPROVAL, "awaiting_approval.1", None)
+    [reply] = refused.effects
+    assert reply.payload["refusal"] == "stale_hash" and reply.payload["params"]["current"] == SPEC
+    assert refused.signal and refused.signal.status is SignalStatus.REFUSED
+
+    # A cancel stops the run in its step: no steps completed by it.
+    cancel = signal(SignalKind.CANCEL)
+    stopped, none = changes.acceptance(waiting, cancel, Outcome.CANCELLED, spec_sha256=SPEC,
+                                       history=history, effects=())
+    assert (stopped.state, stopped.step, stopped.reason, none) == (
+        State.CANCELLED, "awaiting_approval.1", "cancelled by ann", None)
 
 
 def test_a_stale_hash_reply_names_the_current_one_in_the_forges_words():
