@@ -14,7 +14,6 @@ from pathlib import Path
 from app.compose import build_engine
 from app.settings import Settings, SettingsError, load_settings
 from app.words import CLI_WORDS, status_text
-from app.worker import enqueue_run
 from github.manifest import app_manifest
 from runner.agents.presets import PRESETS
 from runner.budget import BadRaise, parse_raise
@@ -226,7 +225,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     _announce(f"{run.id}: created (base {run.base_revision})", args.json)
     _project(store, settings, run)
     if args.detach:
-        _announce(enqueue_run(settings, run.id), args.json)
+        _announce(_enqueue(settings, run.id), args.json)
         return _finish(store, settings, run, args.json, announce=False)
     return _finish(store, settings, engine.drive(run.id), args.json)
 
@@ -347,7 +346,7 @@ def _signal(args: argparse.Namespace, settings: Settings, kind: SignalKind,
         return _error(f"run {before.id} has already ended ({before.state.value})", EXIT_USAGE)
     signal = engine.signal(args.run_id, kind, author=_who(), **payload)
     if args.detach:
-        _announce(enqueue_run(settings, args.run_id), args.json)
+        _announce(_enqueue(settings, args.run_id), args.json)
         return _finish(store, settings, store.get_run(args.run_id), args.json, announce=False)
     run = engine.drive(args.run_id)
     answered = store.get_signal(signal.id)
@@ -365,6 +364,14 @@ def _refusal(store: Store, signal: Signal) -> str:
             return render_reply({"run": signal.run_id, "refusal": event.data["refusal"],
                                  "params": event.data.get("params", {})}, CLI_WORDS).strip()
     return f"signal {signal.id} was refused: {signal.reason}"
+
+
+def _enqueue(settings: Settings, run_id: str) -> str:
+    # The queue's client (Dramatiq, Redis) loads only for --detach: every command pays for
+    # what it imports, and most never enqueue.
+    from app.worker import enqueue_run
+
+    return enqueue_run(settings, run_id)
 
 
 def _store(settings: Settings) -> Store:

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from app.github import GitHubRuns, is_github_run
 from app.settings import Settings
 from app.words import CLI_WORDS
 from runner.effects import EffectExecutor, EffectRequest
@@ -21,6 +20,9 @@ from runner.signals import Authorization, LocalAuthorizer
 from runner.sink import LocalSink
 from runner.workspace import NO_ACCESS, RemoteAccess, Workspaces
 
+if TYPE_CHECKING:
+    from app.github import GitHubRuns
+
 NO_APP = ("this run came from GitHub but this host has no GitHub App configured: set"
           " RATCHET_GITHUB_APP_ID and RATCHET_GITHUB_PRIVATE_KEY_FILE, restart, then retry the run")
 
@@ -28,16 +30,16 @@ NO_APP = ("this run came from GitHub but this host has no GitHub App configured:
 def build_engine(store: Store, settings: Settings, *, on_change: OnChange | None = None) -> Engine:
     engine_settings = settings.engine_settings()
     workspaces = Workspaces(engine_settings.home / "work")
-    github = GitHubRuns.from_settings(settings, store, workspaces)
+    github = _github_runs(settings, store, workspaces)
 
     def executor_for(run: Run, worktree: Path | None) -> EffectExecutor:
-        if is_github_run(run):
+        if _from_a_forge(run):
             return github.executor(run, worktree) if github else Unreachable()
         outbox = run.params.get("outbox") or engine_settings.run_dir(run.id) / "outbox"
         return LocalSink(Path(outbox), workspaces, worktree, CLI_WORDS)
 
     def access_for(run: Run) -> RemoteAccess:
-        if not is_github_run(run):
+        if not _from_a_forge(run):
             return NO_ACCESS
         if github is None:
             raise AuthorityFailure(NO_APP)
@@ -45,6 +47,22 @@ def build_engine(store: Store, settings: Settings, *, on_change: OnChange | None
 
     return Engine(store, engine_settings, executor_for=executor_for, workspaces=workspaces,
                   on_change=on_change, authorizer=RunAuthorizer(github), access_for=access_for)
+
+
+def _github_runs(settings: Settings, store: Store, workspaces: Workspaces) -> GitHubRuns | None:
+    """The App's runs; None on a host without an App. The GitHub stack (aiohttp, JWT) loads
+    only where an App is configured: every ``ratchet`` command starts here, most of them on
+    local runs."""
+    if settings.github_app_id is None:
+        return None
+    from app.github import GitHubRuns
+
+    return GitHubRuns.from_settings(settings, store, workspaces)
+
+
+def _from_a_forge(run: Run) -> bool:
+    """A run a forge's delivery created (GitHub, the only one) rather than ``ratchet run``."""
+    return run.params.get("forge") is not None
 
 
 @dataclass(frozen=True)
@@ -56,7 +74,7 @@ class RunAuthorizer:
     local: LocalAuthorizer = field(default_factory=LocalAuthorizer)
 
     def authorize(self, run: Run, signal: Signal) -> Authorization:
-        if not is_github_run(run):
+        if not _from_a_forge(run):
             return self.local.authorize(run, signal)
         if self.github is None:
             raise AuthorityFailure(NO_APP)

@@ -21,8 +21,6 @@ from runner.ledger.records import Run
 from runner.ledger.store import Store
 from runner.workspace import RemoteAccess, Workspaces
 
-FORGE = "github"  # a run's ``params["forge"]`` when a GitHub delivery created it
-
 log = logging.getLogger(__name__)
 
 
@@ -58,10 +56,6 @@ def webhook_config(settings: Settings) -> WebhookConfig:
 def bot_login(settings: Settings) -> str | None:
     """The App's bot user, ``<slug>[bot]``: the author of every comment Ratchet posts."""
     return f"{settings.github_app_slug}[bot]" if settings.github_app_slug else None
-
-
-def is_github_run(run: Run) -> bool:
-    return run.params.get("forge") == FORGE
 
 
 class GitHubRuns:

@@ -109,3 +109,26 @@ def test_a_missing_bubblewrap_is_refused_at_run_with_the_remedy(tmp_path: Path,
     result = ratchet(home, "run", "--repo", str(repo), "--title", "t", "--agent-command",
                      "true {prompt}", env={"PATH": "/nonexistent"})
     assert_refused(result, "bwrap", "apt-get install bubblewrap", "RATCHET_SANDBOX=none")
+
+
+def test_a_local_command_loads_neither_the_github_stack_nor_the_queue(tmp_path: Path) -> None:
+    """Every ``ratchet`` command starts a Python process; on a host without an App, building
+    the engine (``resume`` does, then finds no such run) must not pay for the GitHub client
+    (aiohttp, JWT) or the queue's (Redis, Dramatiq)."""
+    heavy = ("aiohttp", "jwt", "redis", "dramatiq", "github.client", "app.github")
+    code = ("import sys, app.cli; code = app.cli.main(['resume', 'r-none']);"
+            f" print(code, sorted(m for m in {heavy!r} if m in sys.modules))")
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("RATCHET_", "GIT_"))}
+
+    def loaded(**env: str) -> str:
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                env={**base, "RATCHET_HOME": str(tmp_path / "home"), **env},
+                                timeout=60, cwd=tmp_path)
+        return result.stdout.splitlines()[-1]
+
+    assert loaded() == "2 []"  # exit 2: unknown run
+    # With an App configured, the same engine carries GitHub's runs: the stack is loaded.
+    key = tmp_path / "app.pem"
+    key.write_text("-----BEGIN RSA PRIVATE KEY-----\n-----END RSA PRIVATE KEY-----\n")
+    assert "app.github" in loaded(RATCHET_GITHUB_APP_ID="1",
+                                  RATCHET_GITHUB_PRIVATE_KEY_FILE=str(key))

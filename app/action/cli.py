@@ -14,8 +14,6 @@ import sys
 
 from app.action.commands import Runner
 from app.action.env import ActionEnv, ActionError, Mode, scrub_environment, secret_values
-from app.action.run import run_job
-from app.action.verify import verify_job
 from app.settings import Settings
 from runner.errors import RatchetError
 from runner.redact import Redactor
@@ -70,8 +68,14 @@ def run_action(args: argparse.Namespace, settings: Settings) -> int:
     scrub_environment(environ)
     runner = Runner(output=env.output, summary=env.step_summary)
     try:
+        # Each mode loads what it runs with (the GitHub client among it) only when chosen:
+        # ``ratchet`` builds this command's parser for every command.
         if env.inputs.mode is Mode.VERIFY:
+            from app.action.verify import verify_job
+
             return verify_job(env, settings, runner)
+        from app.action.run import run_job
+
         return run_job(env, settings, runner, secrets=secrets)
     except ActionError as exc:
         return _fail(runner, str(exc), EXIT_USAGE, redact)
