@@ -7,7 +7,8 @@ is sent (``runner/effects.py``); one pending signal is answered (``runner/signal
 decides, ``runner/changes.py`` builds the answer); a wait past its deadline times out; a
 runnable state's step runs (``runner/steps/``). Every state change goes through ``_commit``:
 one fenced transaction holding the change, its events, its checkpoint and artifacts, its
-outbox (the tracking comment's edit among them) and the signal it answers. A refused write means another worker owns the run: the session stops.
+outbox (the tracking comment's edit among them) and the signal it answers. A refused write
+means another worker owns the run: the session stops.
 """
 
 from __future__ import annotations
