@@ -10,14 +10,13 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from app.compose import build_engine
 from app.settings import Settings, SettingsError, load_settings
 from app.words import CLI_WORDS, status_text
 from github.manifest import app_manifest
 from runner.agents.presets import PRESETS
 from runner.budget import BadRaise, parse_raise
-from runner.engine import Engine
 from runner.errors import LedgerUnavailable, RatchetError, StaleWrite, UnknownRun
 from runner.ledger import Store, open_store
 from runner.ledger.records import Run, Signal
@@ -27,6 +26,9 @@ from runner.rundir import export_run
 from runner.status import read_status
 from runner.views import RunStatus
 from runner.workflow import is_end, is_stopped
+
+if TYPE_CHECKING:
+    from runner.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -379,6 +381,10 @@ def _store(settings: Settings) -> Store:
 
 
 def _engine(store: Store, settings: Settings, *, json_output: bool) -> Engine:
+    # The engine (steps, verification, agents) loads here: status, runs and export read the
+    # ledger without it, and each command is a new process.
+    from app.compose import build_engine
+
     def on_change(old: Run, new: Run) -> None:
         if old.state is new.state and new.ready_at is None:
             _project(store, settings, new)

@@ -6,6 +6,7 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -13,11 +14,13 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from runner.agents.command import MAX_OUTPUT_BYTES
 from runner.agents.presets import PRESETS
 from runner.budget import Budget
-from runner.engine import EngineSettings
 from runner.faults import CrashPoints
 from runner.ledger import sqlite_path
 from runner.redact import Redactor
 from runner.sandbox import Sandbox, SandboxMode
+
+if TYPE_CHECKING:
+    from runner.engine import EngineSettings
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +165,8 @@ class Settings(BaseSettings):
             raise SettingsError(f"invalid settings: RATCHET_SANDBOX_RW: {exc}") from None
 
     def engine_settings(self) -> EngineSettings:
+        from runner.engine import EngineSettings  # the engine loads with the first command using it
+
         return EngineSettings(
             home=self.home,
             lease_seconds=self.lease_seconds,
