@@ -51,11 +51,11 @@ from app.delivery import Reaper  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.worker import build_delivery  # noqa: E402
 from bench.ledger import raw_commits, step_completions  # noqa: E402
+from runner.changes import ENTRY_EVENTS as STATE_ENTRY_EVENTS  # noqa: E402
 from runner.engine import Engine  # noqa: E402
 from runner.ledger import open_store  # noqa: E402
 from runner.ledger.store import Store  # noqa: E402
 from runner.names import EventType, SignalKind  # noqa: E402
-from runner.session import ENTRY_EVENTS as STATE_ENTRY_EVENTS  # noqa: E402
 from runner.workflow import State, is_runnable  # noqa: E402
 
 log = logging.getLogger("bench.throughput")
