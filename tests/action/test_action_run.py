@@ -204,3 +204,40 @@ def test_a_comment_without_a_command_ends_the_job_before_any_call(scene: Scene) 
     assert result.exit_code == 0
     assert notices(result) == ["nothing to do: no /ratchet command"]
     assert scene.fake.calls()[before:] == []
+
+
+def test_request_changes_then_cancel_through_jobs_each_answered_once(scene: Scene) -> None:
+    first = run_action(scene, "issues", labeled(scene))
+    assert first.outputs["state"] == "awaiting_approval", first.stderr
+    [pull] = scene.fake.pulls(OWNER, REPO)
+    old_prefix = spec_prefix(scene)
+
+    # A writer sends the spec back: specify runs again and the pull request shows a new hash.
+    changes_id, payload = commented(
+        scene, pull.number, "/ratchet request-changes cover negative numbers", author=WRITER)
+    sent_back = run_action(scene, "issue_comment", payload)
+    assert sent_back.exit_code == 0, sent_back.stderr
+    assert sent_back.outputs["state"] == "awaiting_approval"
+    assert agent_steps(scene) == {"research": 1, "specify": 2}
+    assert spec_prefix(scene) != old_prefix
+    assert [r.content for r in scene.fake.reactions(OWNER, REPO, changes_id)] == ["eyes"]
+
+    # A writer cancels on the issue: the run ends; a second delivery of it changes nothing.
+    cancel_id, payload = commented(scene, ISSUE, "/ratchet cancel", author=WRITER)
+    cancel_job = scene.job("issue_comment", payload, env=job_env(scene))
+    cancelled = scene.run(cancel_job, mode="run", agent_command=AGENT_COMMAND)
+    assert cancelled.exit_code == 0, cancelled.stderr
+    assert cancelled.outputs["state"] == "cancelled"
+    calls = len(scene.fake.calls())
+    again = run_action(scene, "issue_comment", payload, run_id=cancel_job.run_id, attempt=2)
+    assert again.exit_code == 0, again.stderr
+    assert again.outputs["state"] == "cancelled"
+    assert [r.content for r in scene.fake.reactions(OWNER, REPO, cancel_id)] == ["eyes"]
+    assert [c for c in scene.fake.calls()[calls:] if c.method != "GET"] == []
+
+    [tracking] = bot_comments(scene, ISSUE)
+    assert "cancelled" in tracking.body
+    assert agent_steps(scene) == {"research": 1, "specify": 2}  # no agent after the cancel
+    for result in (first, sent_back, cancelled, again):
+        assert_clean_output(result)
+    scene.fake.assert_clean()
