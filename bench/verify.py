@@ -30,7 +30,7 @@ from verification.config import VerifyConfig
 from verification.execute import execute_plan
 from verification.git import Git
 from verification.plan import Plan, PlannedCheck, PlannedWorkspace, build_plan
-from verification.tree import DirectoryTree, GitTree
+from verification.tree import DirectoryTree, GitRevisionTree, GitTree
 
 # Durations of the benchmark's checks, in seconds: different, like real checks.
 CHECK_SECONDS = (1.0, 0.8, 0.6, 0.5, 0.4, 0.3)
@@ -190,6 +190,9 @@ def bench_large_plan(scratch: Path) -> None:
     planned = full_plan(large)
     large_s = best_of(lambda: full_plan(large))
     small_s = best_of(lambda: full_plan(small))
+    revision_listing = best_of(lambda: large.run(
+        "ls-tree", "-r", "-z", "--full-tree", "--format=%(path)%x00%(objectname)", "HEAD"))
+    revision_s = best_of(lambda: build_plan([CI_CHANGE], GitRevisionTree(large, "HEAD"), config))
     one = "packages/pkg0005/src/module1.ts"
     one_s = best_of(lambda: build_plan([one], GitTree(large), config))
     one_plan = build_plan([one], GitTree(large), config)
@@ -208,6 +211,11 @@ def bench_large_plan(scratch: Path) -> None:
     verdict = "ok" if ratio <= 3 else "MISS"
     print(f"    full plan / git ls-files     {ratio:.2f}  (target <= 3) {verdict}")
     print(f"    full plan / index-only ls-files {large_s / index_only:.2f}  (for reference)")
+    print(f"    git ls-tree -r HEAD          {revision_listing * 1000:7.1f} ms (the listing a "
+          "revision plan makes)")
+    print(f"    full plan of a revision      {revision_s * 1000:7.1f} ms (what the Action and "
+          "`ratchet verify --head` plan; manifests read from git's objects)")
+    print(f"    revision plan / ls-tree      {revision_s / revision_listing:.2f}  (for reference)")
     print(f"(d) {SMALL_PACKAGES} packages, {small_count} files")
     print(f"    full plan (CI change)        {small_s * 1000:7.1f} ms (baseline)")
     verdict = "ok" if growth <= 12 else "MISS"

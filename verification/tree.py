@@ -103,6 +103,7 @@ class GitRevisionTree:
         self.revision = revision
         self._paths: list[str] | None = None
         self._blobs: dict[str, str] = {}  # path -> blob id, from the same listing
+        self._listed_paths: frozenset[str] | None = None
 
     def paths(self) -> Iterable[str]:
         if self._paths is None:
@@ -124,12 +125,19 @@ class GitRevisionTree:
 
     def read_bytes(self, path: str) -> bytes | None:
         """The raw bytes of `path` at the revision, or None when it is not a file there."""
+        if path not in self._listed():
+            return None  # planning asks for many files a package may have: no process each
         # A str argument with surrogate escapes reaches git as the original bytes.
         result = self.git.run("cat-file", "blob", f"{self.revision}:{path}", check=False)
         return result.stdout if result.returncode == 0 else None
 
     def read_text(self, path: str) -> str | None:
         return _text(self.read_bytes(path))
+
+    def _listed(self) -> frozenset[str]:
+        if self._listed_paths is None:
+            self._listed_paths = frozenset(self.paths())
+        return self._listed_paths
 
     def read_many(self, paths: Iterable[str]) -> dict[str, str | None]:
         """Read many files with one `git cat-file --batch` process (a plan reads every manifest

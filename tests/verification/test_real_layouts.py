@@ -6,14 +6,16 @@ Each test reproduces a defect seen on real repositories and asserts the exact pl
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import layouts
 from verify_helpers import Files, git, write
 
 from verification.config import VerifyConfig, parse_repository_config
-from verification.git import discover
+from verification.git import Git, discover
 from verification.plan import Plan, build_plan, plan_change
 from verification.tree import GitRevisionTree, GitTree
 
@@ -255,3 +257,28 @@ def test_revision_tree_reads_manifests_in_one_batch(make_repo: Callable[[Files],
     assert texts["pnpm-lock.yaml"] == layouts.PNPM_LOCK
     assert build_plan(["packages/cli/src/extra.ts"], revision, CONFIG) == planned(
         root, "packages/cli/src/extra.ts")
+
+
+def test_a_revision_plan_starts_no_git_process_per_file(
+        make_repo: Callable[[Files], Path]) -> None:
+    """Planning asks for files a package may have (setup.cfg, mypy.ini, ...); at a revision
+    those not in its listing are absent without asking git, and the rest come in one batch:
+    on a monorepo a process per file cost seconds."""
+    root = make_repo(layouts.uv_workspace())
+    repo = discover(root)
+    commands: list[str] = []
+
+    class CountingGit(Git):
+        def run(self, *args: str, **options: Any) -> subprocess.CompletedProcess[bytes]:
+            commands.append(" ".join(a for a in args if not a.startswith("--format")))
+            return super().run(*args, **options)
+
+    counted = CountingGit(git_dir=repo.git_dir, work_tree=repo.work_tree, cwd=repo.cwd,
+                          config=repo.config)
+    revision = GitRevisionTree(counted, "HEAD")
+    assert revision.read_text("packages/core/setup.cfg") is None
+    plan = build_plan(["pyproject.toml"], revision, CONFIG)
+    assert plan.checks  # a real plan: every member planned
+    assert keys(plan) == keys(planned(root, "pyproject.toml"))
+    assert [c.split()[0] for c in commands] == ["ls-tree", "cat-file"], commands
+    assert commands[1] == "cat-file --batch"
