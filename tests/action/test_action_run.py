@@ -241,3 +241,24 @@ def test_request_changes_then_cancel_through_jobs_each_answered_once(scene: Scen
     for result in (first, sent_back, cancelled, again):
         assert_clean_output(result)
     scene.fake.assert_clean()
+
+
+def test_a_failed_run_is_retried_by_a_later_job(scene: Scene) -> None:
+    failed = run_action(scene, "issues", labeled(scene), env={"AGENT_EXIT": "research:3"})
+    assert failed.outputs["state"] == "failed", (failed.outputs, failed.stderr)
+    [tracking] = bot_comments(scene, ISSUE)
+    assert "failed" in tracking.body and "/ratchet retry" in tracking.body
+    assert scene.fake.pulls(OWNER, REPO) == []
+
+    # Whatever made the agent fail is gone; a writer's retry takes research up again.
+    retry_id, payload = commented(scene, ISSUE, "/ratchet retry", author=WRITER)
+    retried = run_action(scene, "issue_comment", payload)
+    assert retried.exit_code == 0, retried.stderr
+    assert retried.outputs["state"] == "awaiting_approval"
+    assert retried.outputs["run-id"] == failed.outputs["run-id"]
+    assert agent_steps(scene) == {"research": 1, "specify": 1}
+    assert [r.content for r in scene.fake.reactions(OWNER, REPO, retry_id)] == ["eyes"]
+    assert len(scene.fake.pulls(OWNER, REPO)) == 1 and len(bot_comments(scene, ISSUE)) == 1
+    for result in (failed, retried):
+        assert_clean_output(result)
+    scene.fake.assert_clean()
