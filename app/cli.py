@@ -8,9 +8,9 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.settings import Settings, SettingsError, load_settings
 from app.words import CLI_WORDS, status_text
@@ -87,52 +87,32 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--json", action="store_true")
     resume.set_defaults(handler=cmd_resume)
 
-    approve = sub.add_parser("approve-spec", help="approve the current spec and continue")
-    approve.add_argument("run_id", metavar="RUN")
+    approve = _signal_parser(sub, "approve-spec", cmd_approve, what="approval",
+                             help="approve the current spec and continue")
     approve.add_argument("--hash", dest="hash_prefix", required=True, metavar="SHA256",
                          help="the spec's sha256 or its first 6+ characters (`ratchet status`"
                          " shows it): an approval names what it approves")
-    approve.add_argument("--detach", action="store_true",
-                         help="record the approval and enqueue the run for a worker")
-    approve.add_argument("--json", action="store_true")
-    approve.set_defaults(handler=cmd_approve)
 
-    changes = sub.add_parser("request-changes", help="send the spec back with feedback")
-    changes.add_argument("run_id", metavar="RUN")
+    changes = _signal_parser(sub, "request-changes", cmd_request_changes, what="request",
+                             help="send the spec back with feedback")
     changes.add_argument("--message", required=True)
-    changes.add_argument("--detach", action="store_true",
-                         help="record the request and enqueue the run for a worker")
-    changes.add_argument("--json", action="store_true")
-    changes.set_defaults(handler=cmd_request_changes)
 
-    retry = sub.add_parser("retry", help="take a failed or stopped run's step up again")
-    retry.add_argument("run_id", metavar="RUN")
-    retry.add_argument("--detach", action="store_true",
-                       help="record the retry and enqueue the run for a worker")
-    retry.add_argument("--json", action="store_true")
-    retry.set_defaults(handler=cmd_retry)
+    _signal_parser(sub, "retry", cmd_retry, what="retry",
+                   help="take a failed or stopped run's step up again")
 
-    again = sub.add_parser(
-        "verify-again", help="verify a stopped run's checkpointed tree again, without an agent",
+    _signal_parser(
+        sub, "verify-again", cmd_verify_again, what="request",
+        help="verify a stopped run's checkpointed tree again, without an agent",
         description="Run the verification plan again on the tree the run checkpointed last"
                     " (after a check's outside cause is fixed, or when a repair or publish"
                     " stopped); the run goes on from the result as after any verification.")
-    again.add_argument("run_id", metavar="RUN")
-    again.add_argument("--detach", action="store_true",
-                       help="record the request and enqueue the run for a worker")
-    again.add_argument("--json", action="store_true")
-    again.set_defaults(handler=cmd_verify_again)
 
-    budget = sub.add_parser(
-        "budget", help="raise a run's budget; a run its budget stopped continues",
+    budget = _signal_parser(
+        sub, "budget", cmd_budget, what="raise",
+        help="raise a run's budget; a run its budget stopped continues",
         epilog="AMOUNT: 1 or $1 (dollars; a bare number raises the limit the run reached),"
                " 30m (agent minutes), 2h (run hours), 3runs (agent runs)")
-    budget.add_argument("run_id", metavar="RUN")
     budget.add_argument("--add", required=True, metavar="AMOUNT", help="what to add")
-    budget.add_argument("--detach", action="store_true",
-                        help="record the raise and enqueue the run for a worker")
-    budget.add_argument("--json", action="store_true")
-    budget.set_defaults(handler=cmd_budget)
 
     cancel = sub.add_parser("cancel", help="end a run now, whoever is working on it")
     cancel.add_argument("run_id", metavar="RUN")
@@ -335,6 +315,18 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 # --- helpers -------------------------------------------------------------------------------
+
+
+def _signal_parser(sub: Any, name: str, handler: Callable[..., int], *, what: str,
+                   **options: str) -> argparse.ArgumentParser:
+    """A command that puts a signal in a run's inbox: RUN, ``--detach``, ``--json``."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, **options)
+    parser.add_argument("run_id", metavar="RUN")
+    parser.add_argument("--detach", action="store_true",
+                        help=f"record the {what} and enqueue the run for a worker")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(handler=handler)
+    return parser
 
 
 def _signal(args: argparse.Namespace, settings: Settings, kind: SignalKind,
