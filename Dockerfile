@@ -39,6 +39,7 @@ COPY app/ app/
 COPY runner/ runner/
 COPY verification/ verification/
 COPY github/ github/
+COPY plumbing/ plumbing/
 RUN pip install --no-cache-dir . \
     && rm -rf /tmp/ratchet-src
 

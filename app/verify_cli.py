@@ -21,6 +21,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from app.settings import child_environment
+from plumbing.git import Git, GitError
+from runner.config import RepositoryConfig, parse_repository_config
 from runner.sandbox import Sandbox, SandboxUnavailable
 from verification.changes import (
     ChangesError,
@@ -32,18 +34,10 @@ from verification.changes import (
     open_repository,
     resolve_revision,
 )
-from verification.config import (
-    CONFIG_PATH,
-    ConfigError,
-    RepositoryConfig,
-    check_config_size,
-    parse_repository_config,
-    read_config_file,
-)
+from verification.config import CONFIG_PATH, ConfigError, check_config_size, read_config_file
 from verification.evidence import EvidenceBundle, build_bundle, render_markdown
 from verification.execute import CheckResult, execute_plan
 from verification.explain import render_text
-from verification.git import Git, GitError
 from verification.plan import Plan, PlanResult, plan_change
 from verification.tree import GitRevisionTree, GitTree, Tree, TreeError
 

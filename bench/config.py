@@ -26,12 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from verification.config import (
-    MAX_CONFIG_BYTES,
-    ConfigError,
-    VerifyConfig,
-    parse_repository_config,
-)
+from runner.config import parse_repository_config
+from verification.config import MAX_CONFIG_BYTES, ConfigError, VerifyConfig
 
 LINEAR_TARGET = 20.0
 HOSTILE_TARGET = 1.0

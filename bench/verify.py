@@ -26,9 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from plumbing.git import Git
 from verification.config import VerifyConfig
 from verification.execute import execute_plan
-from verification.git import Git
 from verification.plan import Plan, PlannedCheck, PlannedWorkspace, build_plan
 from verification.tree import DirectoryTree, GitRevisionTree, GitTree
 

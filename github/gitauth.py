@@ -3,11 +3,11 @@
 GitHub takes an installation token as the password of user ``x-access-token``. Putting it in a
 remote URL or a config file would leave it where logs, ``.git/config``, the evidence and the
 agent's sandbox can read it. Instead, ``git_credentials`` returns a ``credential.helper``
-setting (passed with ``-c`` through ``verification.git.Git(config=...)``) that names only an
+setting (passed with ``-c`` through ``plumbing.git.Git(config=...)``) that names only an
 environment variable, and that variable for the one git call's ``run(env=...)``. The helper
 is an inline shell function; it answers ``get`` only, and nothing when the variable is unset.
 
-``verification.git`` puts ``credential.helper=`` (which clears inherited helpers) before
+``plumbing.git`` puts ``credential.helper=`` (which clears inherited helpers) before
 ``Git.config``, so this helper is the only one git asks. It is scoped to the remote's scheme
 and host (``credential.https://github.com.helper``): a redirect or a submodule on another host
 never receives the token. Non-HTTP remotes (``file://``, ssh) never ask for credentials; the

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from runner.agents.command import parse_template
 from runner.agents.presets import preset
+from runner.config import parse_repository_config
 from runner.errors import RatchetError
 from runner.ledger.records import NewRun, NewSignal, Run, Signal
 from runner.ledger.store import Store
@@ -24,7 +25,7 @@ from runner.names import SignalKind
 from runner.tracking import tracking_edit, with_first_edit
 from runner.workflow import State
 from runner.workspace import Workspaces
-from verification.config import CONFIG_PATH, ConfigError, parse_repository_config
+from verification.config import CONFIG_PATH, ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from plumbing.files import UnsafePath, printable_path, read_beneath, write_atomic
 from runner.agents.base import AgentResult, AgentTask
 from runner.agents.command import read_output
 from runner.agents.prompt import output_path
@@ -24,7 +25,6 @@ from runner.steps.base import read_journal
 from runner.subagents import MAX_PLAN_BYTES, PLAN_FILE, recorded_plan
 from runner.workflow import PROFILES, State, is_runnable
 from runner.workspace import Workspaces
-from verification.files import UnsafePath, printable_path, read_beneath, write_atomic
 
 log = logging.getLogger(__name__)
 

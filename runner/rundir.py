@@ -11,10 +11,10 @@ import time
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from plumbing.files import write_atomic
 from runner.errors import CorruptArtifact
 from runner.ledger.store import Store
 from runner.status import read_status
-from verification.files import write_atomic
 
 
 def export_run(store: Store, run_id: str, dest: Path) -> Path:

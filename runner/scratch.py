@@ -7,8 +7,8 @@ import contextlib
 import shutil
 from pathlib import Path
 
+from plumbing.files import write_atomic
 from runner.redact import Redactor
-from verification.files import write_atomic
 
 # An ended run's agent logs larger than this are removed, not redacted.
 MAX_SCRUBBED_LOG_BYTES = 64 << 20

@@ -25,6 +25,7 @@ from runner import changes
 from runner.agents.base import Agent
 from runner.budget import Budget, allowance, budget_of, budget_stop
 from runner.canonical import digest, sha256_hex
+from runner.config import RepositoryConfig
 from runner.decisions import (
     Limits,
     approval_timed_out_reason,
@@ -86,7 +87,6 @@ from runner.workflow import (
     transition,
 )
 from runner.workspace import RemoteAccess, Workspaces
-from verification.config import RepositoryConfig
 
 log = logging.getLogger(__name__)
 

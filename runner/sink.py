@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from plumbing.files import write_atomic
 from runner.effects import EffectRequest
 from runner.errors import AuthorityFailure, DeterministicFailure
 from runner.names import EffectKind
@@ -31,7 +32,6 @@ from runner.render import (
     render_tracking,
 )
 from runner.workspace import PushRejected, Workspaces
-from verification.files import write_atomic
 
 # Folder of each kind of record in the outbox.
 FOLDERS = {

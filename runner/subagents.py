@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from runner.config import check_subagent_name
 from runner.ledger.records import Event
 from runner.names import EventType
-from verification.config import check_subagent_name
 
 # Where the research agent may write its plan, in its output folder (RATCHET_SUBAGENT_PLAN).
 PLAN_FILE = "subagent-plan.json"

@@ -13,7 +13,7 @@ The worktree is the agent's: whatever it holds, its ``.git`` included, is untrus
 own git for a run lives in ``gitdirs/`` (index, HEAD, config; the run's objects, shared by its
 epochs so a commit decided under one lease exists under the next, with the mirror's objects
 through ``objects/info/alternates``), outside the agent's sandbox, and every git call
-names it and the work tree explicitly (``verification.git``), so a planted ``.git`` file,
+names it and the work tree explicitly (``plumbing.git``), so a planted ``.git`` file,
 config, hook or attribute is never read. The worktree gets a ``.git`` of its own, built here
 before the agent starts, so the agent's ``git status`` and ``git diff`` work; nothing Ratchet
 decides ever reads it again.
@@ -35,8 +35,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
+from plumbing.git import Git, GitError, install_neutral_attributes
 from runner.errors import WorkspaceError, WorkspaceMismatch
-from verification.git import Git, GitError, install_neutral_attributes
 
 logger = logging.getLogger(__name__)
 

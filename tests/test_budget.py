@@ -19,6 +19,7 @@ from runner.budget import (
     seconds_left,
     stopped_at,
 )
+from runner.config import parse_repository_config
 from runner.decisions import decide_idle, idle_timeouts
 from runner.errors import AgentIdle, DeterministicFailure
 from runner.ledger.records import Event
@@ -37,7 +38,7 @@ from runner.usage import (
 from runner.views import NextActionKind, next_action, usage_view
 from runner.workflow import Outcome, State
 from tests.test_decisions import NOW, Words, run_in, signal
-from verification.config import ConfigError, parse_repository_config
+from verification.config import ConfigError
 
 ALLOWED = Authorization(True, "a writer")
 

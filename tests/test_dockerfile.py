@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["app", "runner", "verification", "github"]  # the distribution's top-level packages
+# The distribution's top-level packages.
+PACKAGES = ["app", "runner", "verification", "github", "plumbing"]
 
 
 def _instructions(text: str) -> list[tuple[str, str]]:

@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
-PACKAGES = ("app", "runner", "verification", "github")
+PACKAGES = ("app", "runner", "verification", "github", "plumbing")
 
 
 def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
@@ -32,6 +32,7 @@ def test_the_layers_hold() -> None:
     ("runner/workflow.py", "import dramatiq", "imports neither app, github nor dramatiq"),
     ("runner/engine.py", "import github.client", "imports neither app, github nor dramatiq"),
     ("github/auth.py", "import app.settings", "never imports app"),
+    ("plumbing/git.py", "import runner.names", "imports no other package of Ratchet's"),
 ])
 def test_a_forbidden_import_breaks_its_contract(tmp_path: Path, module: str, line: str,
                                                 contract: str) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from runner.agents.prompt import PromptContext, output_path, render_prompt
 from runner.budget import Budget, allowance
+from runner.config import parse_repository_config
 from runner.ledger.records import Event
 from runner.names import EventType
 from runner.render import render_tracking
@@ -29,7 +30,7 @@ from runner.subagents import (
 )
 from runner.usage import usage_event_data
 from tests.test_decisions import NOW, Words
-from verification.config import ConfigError, parse_repository_config
+from verification.config import ConfigError
 
 ALPHA, BETA = Subagent("alpha", "How is it built?"), Subagent("beta", "How is it tested?")
 

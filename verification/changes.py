@@ -1,6 +1,6 @@
 """What changed between two revisions of a git repository, and a checkout to verify one.
 
-A thin adapter over git (`verification.git`: explicit repository, safe settings). `head=None`
+A thin adapter over git (`plumbing.git`: explicit repository, safe settings). `head=None`
 means the working tree: staged, unstaged and untracked (not ignored) files all count, because a
 change under review is often uncommitted. Paths that are not UTF-8 come back with surrogate
 escapes (`os.fsdecode`), so they still name their files.
@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from verification.git import Git, GitError, discover
+from plumbing.git import Git, GitError, discover
 
 # Branches tried, in order, when the default branch is not known from origin/HEAD.
 DEFAULT_BRANCHES = ("origin/HEAD", "main", "master")

@@ -1,4 +1,7 @@
-"""The repository's `.github/ratchet.yml`: parsed once into typed models.
+"""The repository's `.github/ratchet.yml`: its hostile-YAML loader and its `verify` section.
+
+The other sections (approval, budget, agent, research, repair, limits) are the runner's:
+`runner/config.py` composes the whole file from them and parses it with ``parse_config``.
 
 Errors name the file, the line and the field, so a maintainer can fix the file without guessing:
 `.github/ratchet.yml:7: verify.checks[0].timeout: Input should be a valid number`. Line numbers
@@ -16,17 +19,16 @@ instead of exhausting memory or the stack. Validation is linear in the number of
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from verification.files import UnsafePath, read_beneath
+from plumbing.files import UnsafePath, read_beneath
 
 # Where the configuration lives, relative to the repository root.
 CONFIG_PATH = ".github/ratchet.yml"
@@ -48,23 +50,11 @@ MAX_EXPANDED_NODES = 100_000
 # interpreter's recursion limit.
 MAX_NESTING_DEPTH = 32
 
-# Default for `limits.max_file_bytes`: the largest file a change may add to the worktree.
-DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
-
-# Default for `agent.idle_timeout`: seconds an agent may print nothing and change nothing.
-DEFAULT_IDLE_TIMEOUT = 600.0
-
-# A research subagent's name: a slug, as it names its artifact (`subagents/<name>.md`).
-SUBAGENT_NAME_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$"
-# Defaults and bounds of the `research` section: parallel subagents, and how many a run has.
-DEFAULT_SUBAGENT_CONCURRENCY = 3
-MAX_SUBAGENT_CONCURRENCY = 16
-DEFAULT_MAX_SUBAGENTS = 8
-MAX_SUBAGENTS = 32
-
 # Opening the config in a checked-out (possibly hostile) tree: never through a symlink, never
 # blocking on a FIFO, never becoming a controlling terminal.
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+M = TypeVar("M", bound="ConfigModel")
 
 CheckKind = Literal["lint", "format", "typecheck", "test", "build", "custom"]
 
@@ -100,16 +90,6 @@ def _normalize_relative(value: str, *, inside: str) -> str:
     return path.as_posix()
 
 
-def check_subagent_name(name: str) -> str:
-    """``name`` if it is a subagent name (a slug); ValueError saying what one looks like."""
-    if not re.fullmatch(SUBAGENT_NAME_PATTERN, name):
-        raise ValueError(
-            f"{name!r} is not a subagent name: use lowercase letters, digits and inner hyphens,"
-            " at most 40 characters (e.g. 'database', 'front-end')"
-        )
-    return name
-
-
 def _require_unique_ids(checks: list[CheckConfig]) -> None:
     counts = Counter(check.id for check in checks)  # linear: a config may list many checks
     duplicate = next((check_id for check_id, count in counts.items() if count > 1), None)
@@ -117,13 +97,15 @@ def _require_unique_ids(checks: list[CheckConfig]) -> None:
         raise ValueError(f"check id {duplicate!r} is used twice in one workspace; rename one")
 
 
-class _Model(BaseModel):
+class ConfigModel(BaseModel):
+    """A section of the file: unknown keys are errors, values frozen."""
+
     # A typo in a config key must not be silently ignored: it would drop a check. `.inf` and
     # `.nan` are valid YAML floats but no valid timeout.
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
-class CheckConfig(_Model):
+class CheckConfig(ConfigModel):
     """One configured check: a shell command run in its workspace folder.
 
     `junit`, when set, is the JUnit XML report the check writes, relative to the workspace
@@ -148,7 +130,7 @@ class CheckConfig(_Model):
         return path
 
 
-class WorkspaceConfig(_Model):
+class WorkspaceConfig(ConfigModel):
     """A workspace the config names: its setup commands and checks replace detection."""
 
     path: str
@@ -166,7 +148,7 @@ class WorkspaceConfig(_Model):
         return self
 
 
-class VerifyConfig(_Model):
+class VerifyConfig(ConfigModel):
     """The `verify` section: concurrency, default timeout, network, root checks, workspaces
     and the paths deliberately left unverified.
 
@@ -209,127 +191,12 @@ class VerifyConfig(_Model):
         return self
 
 
-class RepairConfig(_Model):
-    """The `repair` section: how many repair attempts a run may make."""
-
-    max_attempts: int = Field(default=3, ge=0)
-
-
-class LimitsConfig(_Model):
-    """The `limits` section: what a change may add to the repository.
-
-    `max_file_bytes`: a worktree change that adds a file larger than this (default 10 MiB) is
-    a policy violation. Only parsed here; the runner enforces it.
-    """
-
-    max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1)
-
-
-class ApprovalConfig(_Model):
-    """The `approval` section: how long a spec waits for a reviewer before a human is asked
-    (unset: the service's default)."""
-
-    timeout_hours: float | None = Field(default=None, gt=0)
-
-
-class BudgetConfig(_Model):
-    """The `budget` section: what one run may spend (unset: the service's default, if any).
-
-    `max_cost_usd`: dollars the agents report; `max_agent_minutes`: agent wall time the runner
-    measures; `max_agent_runs`: agent invocations, retries included; `max_run_hours`: time the
-    run works, without its waits for people. Only parsed here; the runner enforces it.
-    """
-
-    max_cost_usd: float | None = Field(default=None, gt=0)
-    max_agent_minutes: float | None = Field(default=None, gt=0)
-    max_agent_runs: int | None = Field(default=None, ge=1)
-    max_run_hours: float | None = Field(default=None, gt=0)
-
-
-class AgentConfig(_Model):
-    """The `agent` section. `idle_timeout`: seconds an agent may print nothing and change
-    nothing in the worktree before its sandbox is ended (a hung agent)."""
-
-    idle_timeout: float = Field(default=DEFAULT_IDLE_TIMEOUT, gt=0)
-
-
-class SubagentConfig(_Model):
-    """A research subagent: its name (a slug: lowercase letters, digits and inner hyphens, at
-    most 40 characters) and the one question it researches."""
-
-    name: str
-    focus: str = Field(min_length=1, max_length=2000)
-
-    @field_validator("name")
-    @classmethod
-    def _slug(cls, value: str) -> str:
-        return check_subagent_name(value)
-
-
-class ResearchConfig(_Model):
-    """The `research` section: focused subagents that research in parallel after the research
-    agent, each leaving an artifact (`subagents/<name>.md`) and a short note.
-
-    `subagents` are declared here; the research agent may plan more (RATCHET_SUBAGENT_PLAN),
-    up to `max_subagents` in all (0: none at all). `concurrency` bounds how many run at once.
-    `require_all: true` stops the run for a human when a subagent fails; otherwise a failed
-    one is recorded and the run goes on. Only parsed here; the runner runs them.
-    """
-
-    subagents: list[SubagentConfig] = []
-    concurrency: int = Field(default=DEFAULT_SUBAGENT_CONCURRENCY, ge=1,
-                             le=MAX_SUBAGENT_CONCURRENCY)
-    max_subagents: int = Field(default=DEFAULT_MAX_SUBAGENTS, ge=0, le=MAX_SUBAGENTS)
-    require_all: bool = False
-
-    @model_validator(mode="after")
-    def _consistent(self) -> ResearchConfig:
-        counts = Counter(subagent.name for subagent in self.subagents)
-        duplicate = next((name for name, count in counts.items() if count > 1), None)
-        if duplicate is not None:
-            raise ValueError(f"subagent {duplicate!r} is declared twice; give each its own name")
-        if len(self.subagents) > self.max_subagents:
-            raise ValueError(
-                f"{len(self.subagents)} subagents are declared but max_subagents is"
-                f" {self.max_subagents}; declare fewer or raise research.max_subagents"
-            )
-        return self
-
-
-class RepositoryConfig(_Model):
-    """The whole file. An unknown top-level section is an error.
-
-    `trigger_label`: the label that starts a run on an issue of this repository (one of the
-    labels the service watches; unset: any of them).
-    """
-
-    trigger_label: str | None = Field(default=None, min_length=1)
-    verify: VerifyConfig = VerifyConfig()
-    repair: RepairConfig = RepairConfig()
-    limits: LimitsConfig = LimitsConfig()
-    approval: ApprovalConfig = ApprovalConfig()
-    budget: BudgetConfig = BudgetConfig()
-    agent: AgentConfig = AgentConfig()
-    research: ResearchConfig = ResearchConfig()
-
-
-def load_repository_config(repo_root: Path) -> RepositoryConfig:
-    """Read `.github/ratchet.yml` under `repo_root`; a missing or empty file gives the defaults.
-
-    Raises ConfigError naming the file, line and field when the file cannot be read safely
-    (see `read_config_file`), is too large, not UTF-8, not valid YAML, or does not match the
-    schema.
-    """
-    data = read_config_file(repo_root)
-    return RepositoryConfig() if data is None else parse_repository_config(data)
-
-
 def read_config_file(repo_root: Path) -> bytes | None:
     """The bytes of `.github/ratchet.yml` in a checked-out tree; None when there is none.
 
     The tree may be hostile: no component is opened through a symlink, only a regular file is
     read (a FIFO would block, a device never ends), and at most `MAX_CONFIG_BYTES`
-    (`verification.files.read_beneath`). Raises ConfigError naming the file when any of that
+    (`plumbing.files.read_beneath`). Raises ConfigError naming the file when any of that
     fails.
     """
     try:
@@ -363,23 +230,23 @@ def check_config_size(size: int, *, path: str = CONFIG_PATH) -> None:
         )
 
 
-def parse_repository_config(source: str | bytes, *, path: str = CONFIG_PATH) -> RepositoryConfig:
-    """Parse a config file's content, as read (bytes) or already decoded (text).
+def parse_config(source: str | bytes, model: type[M], *, path: str = CONFIG_PATH) -> M:
+    """Parse a config file's content, as read (bytes) or already decoded (text), into ``model``.
 
-    An empty file gives the defaults. Raises ConfigError naming `path` (and the line and field
-    where there is one) when the content is over `MAX_CONFIG_BYTES`, bytes that are not UTF-8,
-    not valid YAML, nested or expanded beyond the caps (see the module docstring), or does not
-    match the schema.
+    An empty file gives ``model()``'s defaults. Raises ConfigError naming `path` (and the line
+    and field where there is one) when the content is over `MAX_CONFIG_BYTES`, bytes that are
+    not UTF-8, not valid YAML, nested or expanded beyond the caps (see the module docstring),
+    or does not match the schema.
     """
     text = _decode(source, path)
     data, lines = _load(text, path)
     if data is None:
-        return RepositoryConfig()
+        return model()
     if not isinstance(data, dict):
-        sections = ", ".join(RepositoryConfig.model_fields)
+        sections = ", ".join(model.model_fields)
         raise ConfigError(path, 1, "", f"the file must be a mapping with sections {sections}")
     try:
-        return RepositoryConfig.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         raise _config_error(exc, lines, path) from exc
 

@@ -32,11 +32,11 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import IO, Any, Literal, Protocol
 
+from plumbing.files import UnsafePath, read_beneath
+from plumbing.process import signal_group, stop_group
 from verification.capture import LogCapture
-from verification.files import UnsafePath, read_beneath
 from verification.junit import JUnitError, TestSummary, parse_junit
 from verification.plan import Plan, PlannedCheck
-from verification.process import signal_group, stop_group
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from verification.files import printable_path
+from plumbing.files import printable_path
 from verification.model import Plan
 
 # The message for a change that needs verifying and that no planned check covers.

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote, quote_from_bytes, unquote_to_bytes
 
-from verification.files import printable_path
+from plumbing.files import printable_path
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from posixpath import normpath
 
+from plumbing.files import printable_path
 from verification.checks import DetectedCheck
 from verification.config import CheckConfig, VerifyConfig, WorkspaceConfig
 from verification.explain import Explanation, FileCoverage
-from verification.files import printable_path
 from verification.graph import build_graph
 from verification.index import RepoIndex
 from verification.manifests import Manifests

@@ -3,8 +3,8 @@ a git working tree, a git revision).
 
 Plan building reads the repository only through `Tree`; it never touches the filesystem or
 git. A working tree may have been written by untrusted code, so its files are read without
-following symlinks and with a size cap (`verification.files.read_beneath`), and git is run
-through `verification.git` with the repository named explicitly.
+following symlinks and with a size cap (`plumbing.files.read_beneath`), and git is run
+through `plumbing.git` with the repository named explicitly.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
 
-from verification.files import UnsafePath, read_beneath, read_many_beneath
-from verification.git import Git, GitError, discover
+from plumbing.files import UnsafePath, read_beneath, read_many_beneath
+from plumbing.git import Git, GitError, discover
 
 # Folders that hold tools' caches or installed dependencies, never a workspace of the project.
 SKIPPED_DIRS = frozenset(

@@ -23,9 +23,9 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from plumbing.git import Git, GitError
 from runner.errors import RatchetError
 from runner.workspace import NO_ACCESS, RemoteAccess
-from verification.git import Git, GitError
 
 log = logging.getLogger(__name__)
 

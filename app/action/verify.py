@@ -44,6 +44,9 @@ from github.errors import Forbidden, GitHubFailure, GitHubSettingsError
 from github.ledgerview import ConfirmedEffects
 from github.repository import RepoAPI, RepoTarget
 from github.words import GITHUB_WORDS
+from plumbing.files import UnsafePath, read_beneath
+from plumbing.git import Git, GitError
+from runner.config import RepositoryConfig, parse_repository_config
 from runner.effects import EffectRequest
 from runner.names import EffectKind
 from runner.sandbox import SandboxUnavailable
@@ -58,20 +61,13 @@ from verification.changes import (
     open_repository,
     resolve_revision,
 )
-from verification.config import (
-    MAX_CONFIG_BYTES,
-    ConfigError,
-    RepositoryConfig,
-    parse_repository_config,
-)
+from verification.config import MAX_CONFIG_BYTES, ConfigError
 from verification.evidence import (
     EvidenceBundle,
     build_bundle,
     render_markdown,
     render_workflow_commands,
 )
-from verification.files import UnsafePath, read_beneath
-from verification.git import Git, GitError
 from verification.plan import plan_change
 from verification.tree import GitRevisionTree, TreeError
 

@@ -29,6 +29,8 @@ from pathlib import Path
 from string import Formatter
 from typing import Any
 
+from plumbing.files import UnsafePath, read_beneath
+from plumbing.process import stop_group
 from runner.agents.base import AgentResult, AgentTask
 from runner.errors import (
     AgentIdle,
@@ -40,8 +42,6 @@ from runner.errors import (
 )
 from runner.sandbox import Sandbox
 from runner.usage import MAX_USAGE_BYTES, decode_usage, measured, merge_usage
-from verification.files import UnsafePath, read_beneath
-from verification.process import stop_group
 
 log = logging.getLogger(__name__)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
+from plumbing.files import printable_path
 from runner.agents.base import AgentResult, AgentTask
 from runner.agents.command import read_output
 from runner.agents.prompt import FailingCheck, PromptContext, output_path, render_prompt
@@ -55,7 +56,6 @@ from runner.steps.subagents import (
 from runner.subagents import FAN_IN, Planned, recorded_plan
 from runner.usage import usage_event_data
 from runner.workflow import PROFILES, Outcome, State
-from verification.files import printable_path
 
 COMPLETED_EVENTS = {
     State.RESEARCH: EventType.RESEARCH_COMPLETED,

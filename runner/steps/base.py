@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from plumbing.files import write_atomic
 from runner.agents.base import Agent, AgentResult
 from runner.budget import Budget
+from runner.config import RepositoryConfig
 from runner.effects import EffectRequest, effect_key
 from runner.errors import CorruptArtifact
 from runner.faults import CrashPoints
@@ -29,8 +31,6 @@ from runner.redact import Redactor
 from runner.sandbox import Sandbox
 from runner.workflow import Outcome
 from runner.workspace import NO_ACCESS, RemoteAccess, Workspaces
-from verification.config import RepositoryConfig
-from verification.files import write_atomic
 
 JOURNAL = "result.json"  # the agent's exit, written by the runner once the agent has exited
 

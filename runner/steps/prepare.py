@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 from runner.budget import Budget
+from runner.config import RepositoryConfig, load_repository_config, parse_repository_config
 from runner.errors import DeterministicFailure
 from runner.ledger.records import NewEvent
 from runner.names import EventType
 from runner.steps.base import StepInput, StepResult, StepServices
 from runner.workflow import PULL_REQUEST_WORKFLOW, Outcome
-from verification.config import (
-    CONFIG_PATH,
-    ConfigError,
-    RepositoryConfig,
-    load_repository_config,
-    parse_repository_config,
-)
+from verification.config import CONFIG_PATH, ConfigError
 
 
 def prepare(inp: StepInput, services: StepServices) -> StepResult:

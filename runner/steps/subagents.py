@@ -22,11 +22,13 @@ from collections.abc import Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path, PurePosixPath
 
+from plumbing.files import UnsafePath, read_beneath
 from runner.agents.base import AgentResult, AgentTask
 from runner.agents.command import read_output
 from runner.agents.prompt import PromptContext, output_path, render_prompt
 from runner.budget import Exhaustion, allowance, budget_of
 from runner.canonical import sha256_hex
+from runner.config import RepositoryConfig
 from runner.errors import (
     AuthorityFailure,
     BudgetExhausted,
@@ -67,8 +69,6 @@ from runner.subagents import (
 )
 from runner.usage import usage_event_data
 from runner.workflow import Outcome
-from verification.config import RepositoryConfig
-from verification.files import UnsafePath, read_beneath
 
 log = logging.getLogger(__name__)
 

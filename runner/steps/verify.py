@@ -13,6 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from plumbing.files import printable_path
 from runner.canonical import sha256_hex
 from runner.ledger.records import NewEvent
 from runner.names import EffectKind, EventType
@@ -27,7 +28,6 @@ from runner.steps.review import VERIFY_CHECK, push_commit, trailers
 from runner.workflow import PULL_REQUEST_WORKFLOW, Outcome, State, verify_outcome
 from verification.evidence import EvidenceBundle, build_bundle, render_check_run
 from verification.execute import CheckResult, execute_plan
-from verification.files import printable_path
 from verification.plan import Plan, build_plan
 from verification.tree import GitRevisionTree, GitTree
 

@@ -26,6 +26,7 @@ from github.client import GitHubClient
 from github.credentials import AppCredentials
 from github.effects import GitHubExecutor
 from github.words import GitHubWords
+from plumbing.git import GitError
 from runner.effects import EffectRequest, Outbox, effect_key
 from runner.errors import AmbiguousFailure, StepFailure, TransientFailure
 from runner.ledger import open_store
@@ -38,7 +39,6 @@ from runner.workspace import NO_ACCESS, GitCommandFailed, RemoteAccess, Workspac
 from tests.fakes.conftest import APP_ID, APP_SLUG, BRANCH, OWNER, REPO, Origin
 from tests.fakes.fakegithub import FakeGitHub
 from tests.gitrepo import git, make_repo
-from verification.git import GitError
 
 RUN_ID = "run-1"
 ISSUE = 1

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from github.gitauth import GIT_TOKEN_VARIABLE, git_credentials
+from plumbing.git import Git, GitError
 from tests.fakes.conftest import Origin
 from tests.github.githttp import GitHttpServer
 from tests.gitrepo import commit_all, git, write_files
-from verification.git import Git, GitError
 
 TOKEN = "ghs_" + "T0k3n" * 8
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.config import load_repository_config, parse_repository_config
 from tests.gitrepo import commit_all, git, make_repo, write_files
 from verification.config import (
     CONFIG_PATH,
@@ -23,8 +24,6 @@ from verification.config import (
     MAX_NESTING_DEPTH,
     ConfigError,
     VerifyConfig,
-    load_repository_config,
-    parse_repository_config,
     read_config_file,
 )
 

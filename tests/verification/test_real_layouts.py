@@ -14,8 +14,9 @@ from typing import Any
 import layouts
 from verify_helpers import Files, git, write
 
-from verification.config import VerifyConfig, parse_repository_config
-from verification.git import Git, discover
+from plumbing.git import Git, discover
+from runner.config import parse_repository_config
+from verification.config import VerifyConfig
 from verification.plan import Plan, build_plan, plan_change
 from verification.tree import GitRevisionTree, GitTree
 

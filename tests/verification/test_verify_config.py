@@ -6,12 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from verification.config import (
-    ConfigError,
-    RepositoryConfig,
-    load_repository_config,
-    parse_repository_config,
-)
+from runner.config import RepositoryConfig, load_repository_config, parse_repository_config
+from verification.config import ConfigError
 
 
 def write_config(root: Path, text: str) -> None:

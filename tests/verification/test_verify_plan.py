@@ -7,7 +7,8 @@ from pathlib import Path
 
 from verify_helpers import Files, write
 
-from verification.config import VerifyConfig, WorkspaceConfig, parse_repository_config
+from runner.config import parse_repository_config
+from verification.config import VerifyConfig, WorkspaceConfig
 from verification.plan import Plan, PlannedCheck, build_plan
 from verification.tree import DirectoryTree, GitTree
 

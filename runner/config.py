@@ -1,0 +1,167 @@
+"""The repository's `.github/ratchet.yml` as the runner reads it: every section of the file.
+
+`verify` is verification's (``verification/config.py``, which also holds the hostile-YAML
+loader every section is parsed with); approval, budget, agent, research, repair and limits are
+the runner's own, defined here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+from pydantic import Field, field_validator, model_validator
+
+from verification.config import (
+    CONFIG_PATH,
+    ConfigModel,
+    VerifyConfig,
+    parse_config,
+    read_config_file,
+)
+
+# Default for `limits.max_file_bytes`: the largest file a change may add to the worktree.
+DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+
+# Default for `agent.idle_timeout`: seconds an agent may print nothing and change nothing.
+DEFAULT_IDLE_TIMEOUT = 600.0
+
+# A research subagent's name: a slug, as it names its artifact (`subagents/<name>.md`).
+SUBAGENT_NAME_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$"
+# Defaults and bounds of the `research` section: parallel subagents, and how many a run has.
+DEFAULT_SUBAGENT_CONCURRENCY = 3
+MAX_SUBAGENT_CONCURRENCY = 16
+DEFAULT_MAX_SUBAGENTS = 8
+MAX_SUBAGENTS = 32
+
+
+def check_subagent_name(name: str) -> str:
+    """``name`` if it is a subagent name (a slug); ValueError saying what one looks like."""
+    if not re.fullmatch(SUBAGENT_NAME_PATTERN, name):
+        raise ValueError(
+            f"{name!r} is not a subagent name: use lowercase letters, digits and inner hyphens,"
+            " at most 40 characters (e.g. 'database', 'front-end')"
+        )
+    return name
+
+
+
+class RepairConfig(ConfigModel):
+    """The `repair` section: how many repair attempts a run may make."""
+
+    max_attempts: int = Field(default=3, ge=0)
+
+
+class LimitsConfig(ConfigModel):
+    """The `limits` section: what a change may add to the repository.
+
+    `max_file_bytes`: a worktree change that adds a file larger than this (default 10 MiB) is
+    a policy violation. Only parsed here; the runner enforces it.
+    """
+
+    max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1)
+
+
+class ApprovalConfig(ConfigModel):
+    """The `approval` section: how long a spec waits for a reviewer before a human is asked
+    (unset: the service's default)."""
+
+    timeout_hours: float | None = Field(default=None, gt=0)
+
+
+class BudgetConfig(ConfigModel):
+    """The `budget` section: what one run may spend (unset: the service's default, if any).
+
+    `max_cost_usd`: dollars the agents report; `max_agent_minutes`: agent wall time the runner
+    measures; `max_agent_runs`: agent invocations, retries included; `max_run_hours`: time the
+    run works, without its waits for people. Only parsed here; the runner enforces it.
+    """
+
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    max_agent_minutes: float | None = Field(default=None, gt=0)
+    max_agent_runs: int | None = Field(default=None, ge=1)
+    max_run_hours: float | None = Field(default=None, gt=0)
+
+
+class AgentConfig(ConfigModel):
+    """The `agent` section. `idle_timeout`: seconds an agent may print nothing and change
+    nothing in the worktree before its sandbox is ended (a hung agent)."""
+
+    idle_timeout: float = Field(default=DEFAULT_IDLE_TIMEOUT, gt=0)
+
+
+class SubagentConfig(ConfigModel):
+    """A research subagent: its name (a slug: lowercase letters, digits and inner hyphens, at
+    most 40 characters) and the one question it researches."""
+
+    name: str
+    focus: str = Field(min_length=1, max_length=2000)
+
+    @field_validator("name")
+    @classmethod
+    def _slug(cls, value: str) -> str:
+        return check_subagent_name(value)
+
+
+class ResearchConfig(ConfigModel):
+    """The `research` section: focused subagents that research in parallel after the research
+    agent, each leaving an artifact (`subagents/<name>.md`) and a short note.
+
+    `subagents` are declared here; the research agent may plan more (RATCHET_SUBAGENT_PLAN),
+    up to `max_subagents` in all (0: none at all). `concurrency` bounds how many run at once.
+    `require_all: true` stops the run for a human when a subagent fails; otherwise a failed
+    one is recorded and the run goes on. Only parsed here; the runner runs them.
+    """
+
+    subagents: list[SubagentConfig] = []
+    concurrency: int = Field(default=DEFAULT_SUBAGENT_CONCURRENCY, ge=1,
+                             le=MAX_SUBAGENT_CONCURRENCY)
+    max_subagents: int = Field(default=DEFAULT_MAX_SUBAGENTS, ge=0, le=MAX_SUBAGENTS)
+    require_all: bool = False
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ResearchConfig:
+        counts = Counter(subagent.name for subagent in self.subagents)
+        duplicate = next((name for name, count in counts.items() if count > 1), None)
+        if duplicate is not None:
+            raise ValueError(f"subagent {duplicate!r} is declared twice; give each its own name")
+        if len(self.subagents) > self.max_subagents:
+            raise ValueError(
+                f"{len(self.subagents)} subagents are declared but max_subagents is"
+                f" {self.max_subagents}; declare fewer or raise research.max_subagents"
+            )
+        return self
+
+
+class RepositoryConfig(ConfigModel):
+    """The whole file. An unknown top-level section is an error.
+
+    `trigger_label`: the label that starts a run on an issue of this repository (one of the
+    labels the service watches; unset: any of them).
+    """
+
+    trigger_label: str | None = Field(default=None, min_length=1)
+    verify: VerifyConfig = VerifyConfig()
+    repair: RepairConfig = RepairConfig()
+    limits: LimitsConfig = LimitsConfig()
+    approval: ApprovalConfig = ApprovalConfig()
+    budget: BudgetConfig = BudgetConfig()
+    agent: AgentConfig = AgentConfig()
+    research: ResearchConfig = ResearchConfig()
+
+
+def load_repository_config(repo_root: Path) -> RepositoryConfig:
+    """Read `.github/ratchet.yml` under `repo_root`; a missing or empty file gives the defaults.
+
+    Raises ConfigError naming the file, line and field when the file cannot be read safely
+    (see `read_config_file`), is too large, not UTF-8, not valid YAML, or does not match the
+    schema.
+    """
+    data = read_config_file(repo_root)
+    return RepositoryConfig() if data is None else parse_repository_config(data)
+
+
+def parse_repository_config(source: str | bytes, *, path: str = CONFIG_PATH) -> RepositoryConfig:
+    """The whole file's content parsed (see ``verification.config.parse_config``)."""
+    return parse_config(source, RepositoryConfig, path=path)
