@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench clean system-deps browser-deps
+.PHONY: run test test-fast lint bench clean system-deps browser-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,13 @@ test: $(VENV)/.installed-dev system-deps browser-deps
 	$(BIN)/lint-imports
 	$(BIN)/python tests/action/lint_action.py  # actionlint: action.yml, docs/actions/*.yml
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+
+# The inner loop: lint, import contracts and every test that needs no PostgreSQL, Redis,
+# RabbitMQ or browser (the `services` marker, set at collection by tests/conftest.py).
+test-fast: $(VENV)/.installed-dev system-deps
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest -n 2 -m "not services" $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

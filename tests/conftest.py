@@ -16,6 +16,23 @@ REDIS_URL = os.environ.get("RATCHET_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 RABBITMQ_URL = os.environ.get("RATCHET_TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/")
 
 
+# Fixtures that reach a server: a test using one (directly or through another fixture) is
+# marked ``services`` at collection, so ``make test-fast`` (``-m "not services"``) leaves it out.
+SERVICE_FIXTURES = frozenset({"postgres_url", "redis_url", "rabbitmq_url", "browser"})
+# Test files that start their own servers (throwaway PostgreSQL and Redis, worker clusters).
+SERVICE_FILES = ("tests/distributed/", "tests/test_services.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that needs PostgreSQL, Redis, RabbitMQ or a browser as ``services``."""
+    root = config.rootpath
+    for item in items:
+        where = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+        if SERVICE_FIXTURES.intersection(getattr(item, "fixturenames", ())) or where.startswith(
+                SERVICE_FILES):
+            item.add_marker(pytest.mark.services)
+
+
 def _reachable(url: str, default_port: int) -> bool:
     parsed = urlparse(url)
     try:

@@ -11,7 +11,7 @@ from psycopg import sql
 from runner.ledger.postgres import PostgresStore
 from runner.ledger.sqlite import SqliteStore
 
-BACKENDS = ["sqlite", "postgres"]
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.services)]
 
 
 def with_query(url: str, **params: str) -> str:
