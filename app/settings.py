@@ -6,7 +6,6 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -18,9 +17,7 @@ from runner.faults import CrashPoints
 from runner.ledger import sqlite_path
 from runner.redact import Redactor
 from runner.sandbox import Sandbox, SandboxMode
-
-if TYPE_CHECKING:
-    from runner.engine import EngineSettings
+from runner.settings import EngineSettings
 
 log = logging.getLogger(__name__)
 
@@ -165,8 +162,6 @@ class Settings(BaseSettings):
             raise SettingsError(f"invalid settings: RATCHET_SANDBOX_RW: {exc}") from None
 
     def engine_settings(self) -> EngineSettings:
-        from runner.engine import EngineSettings  # the engine loads with the first command using it
-
         return EngineSettings(
             home=self.home,
             lease_seconds=self.lease_seconds,

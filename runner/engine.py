@@ -2,7 +2,8 @@
 caller's verbs: create a run, signal it, cancel it, drive it in the foreground, wake it from
 a queue.
 
-Where things live: run creation and signals (``runner/intake.py``), scheduling
+Where things live: the settings passed through to every session and step
+(``runner/settings.py``), run creation and signals (``runner/intake.py``), scheduling
 (``runner/scheduler.py``), the lease session (``runner/session.py``), a dead holder's
 leftovers (``runner/recovery.py``), the steps (``runner/steps/``), pure decisions
 (``runner/decisions.py``, ``runner/signals.py``), the outbox (``runner/effects.py``).
@@ -12,58 +13,26 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
-import socket
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 
 from runner.agents.base import Agent
-from runner.agents.command import MAX_OUTPUT_BYTES, CommandAgent
+from runner.agents.command import CommandAgent
 from runner.agents.presets import preset
-from runner.budget import Budget
-from runner.decisions import Limits
 from runner.effects import EffectExecutor
 from runner.errors import DeterministicFailure
-from runner.faults import NO_CRASH, CrashPoints
 from runner.intake import cancel_now, create_local_run, local_signal, send_signal
 from runner.ledger.records import NewSignal, Run, Signal
 from runner.ledger.store import Store
 from runner.names import SignalKind
-from runner.redact import NO_REDACTION, Redactor
-from runner.sandbox import Sandbox
 from runner.scheduler import Scheduler
 from runner.session import OnChange, SessionParts
+from runner.settings import EngineSettings
 from runner.signals import Authorizer, LocalAuthorizer
 from runner.workspace import NO_ACCESS, RemoteAccess, Workspaces
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class EngineSettings:
-    home: Path  # work/ (mirrors, worktrees, git dirs), scratch/, runs/ (run directories)
-    lease_seconds: float = 30.0
-    agent_timeout: float = 3600.0
-    approval_timeout: float | None = 7 * 24 * 3600.0
-    max_attempts: int = 5  # per step, for transient failures
-    backoff_base: float = 1.0
-    backoff_max: float = 60.0
-    child_env: Mapping[str, str] | None = None  # environment of agents and checks
-    redact: Redactor = NO_REDACTION
-    default_agent_command: str | None = None
-    default_agent: str | None = None  # a preset of runner/agents/presets.py
-    budget: Budget = field(default_factory=Budget)  # limits a repository's config leaves unset
-    crash: CrashPoints = NO_CRASH
-    sandbox: Sandbox = field(default_factory=Sandbox)  # where agents and checks run
-    max_output_bytes: int = MAX_OUTPUT_BYTES
-    owner: str = field(
-        default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
-    )
-
-    def run_dir(self, run_id: str) -> Path:
-        return self.home / "runs" / run_id
 
 
 ExecutorFor = Callable[[Run, Path | None], EffectExecutor]
@@ -88,19 +57,13 @@ class Engine:
         # Set on a worker's graceful shutdown: sessions stop after the step they are in.
         self.stopping = threading.Event()
         parts = SessionParts(
-            store=store, workspaces=self.workspaces, home=settings.home,
-            lease_seconds=settings.lease_seconds,
-            limits=Limits(settings.max_attempts, settings.backoff_base, settings.backoff_max),
-            approval_timeout=settings.approval_timeout, agent_timeout=settings.agent_timeout,
-            max_output_bytes=settings.max_output_bytes, sandbox=settings.sandbox,
-            redact=settings.redact, child_env=settings.child_env, crash=settings.crash,
+            store=store, workspaces=self.workspaces, settings=settings,
             agent_for=agent_for or self._command_agent, executor_for=executor_for,
             access_for=access_for or (lambda run: NO_ACCESS),
             authorizer=authorizer or LocalAuthorizer(),
             on_change=on_change or (lambda old, new: None), stopping=self.stopping.is_set,
-            budget_defaults=settings.budget,
         )
-        self.scheduler = Scheduler(parts, settings.owner)
+        self.scheduler = Scheduler(parts)
 
     # --- the caller's verbs --------------------------------------------------------------
 

@@ -34,10 +34,10 @@ class OrphanedLease(RatchetError):
 
 
 class Scheduler:
-    def __init__(self, parts: SessionParts, owner: str) -> None:
+    def __init__(self, parts: SessionParts) -> None:
         self.parts = parts
         self.store = parts.store
-        self.owner = owner
+        self.owner = parts.settings.owner
         self._sessions = itertools.count(1)
 
     def has_work(self, run_id: str) -> bool:
@@ -102,7 +102,7 @@ class Scheduler:
                 continue
             # A fresh owner per session: two threads of one process never share a lease.
             owner = f"{self.owner}/{next(self._sessions)}"
-            lease = self.store.acquire_lease(run_id, owner, ttl=self.parts.lease_seconds)
+            lease = self.store.acquire_lease(run_id, owner, ttl=self.parts.settings.lease_seconds)
             if lease is None:
                 continue  # someone took it between our read and our acquire
             session = Session(self.parts, lease)

@@ -23,11 +23,10 @@ from typing import Any
 
 from runner import changes
 from runner.agents.base import Agent
-from runner.budget import Budget, allowance, budget_of, budget_stop
+from runner.budget import allowance, budget_of, budget_stop
 from runner.canonical import digest, sha256_hex
 from runner.config import RepositoryConfig
 from runner.decisions import (
-    Limits,
     approval_timed_out_reason,
     attempts_exhausted,
     backoff,
@@ -47,7 +46,6 @@ from runner.errors import (
     WorkspaceError,
     WorkspaceMismatch,
 )
-from runner.faults import CrashPoints
 from runner.lease import Heartbeat
 from runner.ledger.records import (
     Change,
@@ -65,8 +63,8 @@ from runner.names import EffectKind, EventType, SignalKind, SignalStatus, StepId
 from runner.recovery import Leftovers, Recovery
 from runner.redact import Redactor
 from runner.results import PreparedRecord, last_tree, prepared_result
-from runner.sandbox import Sandbox
 from runner.scratch import remove_scratch, scrub_scratch
+from runner.settings import EngineSettings
 from runner.signals import Authorization, Authorizer, decide_signal, has_tree
 from runner.status import PREPARED_STEP, read_status
 from runner.steps import STEPS, StepInput, StepResult, StepServices
@@ -99,23 +97,13 @@ class SessionParts:
 
     store: Store
     workspaces: Workspaces
-    home: Path
-    lease_seconds: float
-    limits: Limits
-    approval_timeout: float | None
-    agent_timeout: float
-    max_output_bytes: int
-    sandbox: Sandbox
-    redact: Redactor
-    child_env: Mapping[str, str] | None
-    crash: CrashPoints
+    settings: EngineSettings  # read where used; steps get the same object
     agent_for: Callable[[Run], Agent]
     executor_for: Callable[[Run, Path | None], EffectExecutor]
     access_for: Callable[[Run], RemoteAccess]  # how git reaches the run's remote
     authorizer: Authorizer
     on_change: OnChange
     stopping: Callable[[], bool] = field(default=lambda: False)
-    budget_defaults: Budget = field(default_factory=Budget)  # the service's RATCHET_BUDGET_*
 
 
 class Session:
@@ -124,8 +112,9 @@ class Session:
     def __init__(self, parts: SessionParts, lease: Lease) -> None:
         self.parts = parts
         self.store = parts.store
+        self.settings = parts.settings
         self.run_id = lease.run_id
-        self.heartbeat = Heartbeat(parts.store, lease, ttl=parts.lease_seconds,
+        self.heartbeat = Heartbeat(parts.store, lease, ttl=parts.settings.lease_seconds,
                                    interrupt=self._cancel_waiting)
         self.worktree: Path | None = None
         self.outbox: Outbox | None = None
@@ -147,7 +136,7 @@ class Session:
 
     def _execute(self) -> Run:
         run = self.store.get_run(self.run_id)
-        if attempts_exhausted(run, self.parts.limits):
+        if attempts_exhausted(run, self.settings.limits):
             return self._stop(run, Outcome.FAILED, (
                 f"{run.step} was taken up {run.attempt} times without completing (its worker"
                 " died each time); fix the cause, then retry the run"),
@@ -191,9 +180,9 @@ class Session:
             self._step(run)
         if run.state is State.DONE and not self._outbox_pending(run):
             self.parts.workspaces.remove_run(run.id)
-            remove_scratch(self.parts.home / "scratch" / run.id)
+            remove_scratch(self.settings.scratch(run.id))
         elif is_end(run.state) or is_stopped(run.state):
-            scrub_scratch(self.parts.home / "scratch" / run.id, self.parts.redact)
+            scrub_scratch(self.settings.scratch(run.id), self.settings.redact)
         return run
 
     # --- reconcile -----------------------------------------------------------------------
@@ -226,15 +215,15 @@ class Session:
             if record is not None:
                 patch = read_patch(self.store, run.id, record.patch)
                 workspaces.restore(self.worktree, run.base_revision, patch, record.tree)
-                recovery = Recovery(self.store, workspaces, self.parts.home,
-                                    self.parts.max_output_bytes,
+                recovery = Recovery(self.store, workspaces, self.settings.home,
+                                    self.settings.max_output_bytes,
                                     _config(history).limits.max_file_bytes)
                 self.leftovers[run.step] = recovery.take_over(
                     run, self.lease, worktree=self.worktree, scratch=self._scratch(run),
                     base=run.base_revision, tree=record.tree)
         executor = self.parts.executor_for(run, self.worktree)
         self.outbox = Outbox(self.store, lambda: self.heartbeat.lease, executor,
-                             crash=self.parts.crash)
+                             crash=self.settings.crash)
 
     def _resolve_base(self, run: Run) -> Run:
         """A run created from a forge event names its base branch, not a commit (no forge
@@ -396,7 +385,7 @@ class Session:
             head_revision=result.head_revision,
             effects=tuple(e.intent() for e in result.effects),
         ), completed=taken)
-        self.parts.crash.reached("after_commit", run.step)
+        self.settings.crash.reached("after_commit", run.step)
         return new
 
     def _check_effects(self, phase: State, result: StepResult) -> None:
@@ -414,7 +403,7 @@ class Session:
         otherwise the services, their agent timeout cut to the time the budget has left."""
         events = self.store.events(run.id)
         budget = budget_of(prepared_result(history), events,
-                           defaults=self.parts.budget_defaults)
+                           defaults=self.settings.budget)
         allowed = allowance(budget, events, now=time.time(), timeout=services.agent_timeout)
         if allowed.exhaustion is not None:
             raise BudgetExhausted(allowed.exhaustion.reason,
@@ -436,17 +425,14 @@ class Session:
     def _services(self, run: Run) -> StepServices:
         agent_for = self.parts.agent_for
         return StepServices(
-            store=self.store, workspaces=self.parts.workspaces,
-            agent=lambda: agent_for(run), agent_timeout=self.parts.agent_timeout,
-            sandbox=self.parts.sandbox, redact=self.parts.redact,
-            child_env=self.parts.child_env, crash=self.parts.crash,
-            max_output_bytes=self.parts.max_output_bytes, lease=lambda: self.heartbeat.lease,
-            cancel=self.heartbeat.stop_work, access=self.parts.access_for(run),
-            budget_defaults=self.parts.budget_defaults,
+            store=self.store, workspaces=self.parts.workspaces, settings=self.parts.settings,
+            agent=lambda: agent_for(run), agent_timeout=self.settings.agent_timeout,
+            lease=lambda: self.heartbeat.lease, cancel=self.heartbeat.stop_work,
+            access=self.parts.access_for(run),
         )
 
     def _scratch(self, run: Run) -> Path:
-        folder = self.parts.home / "scratch" / run.id / str(self.lease.epoch)
+        folder = self.settings.scratch(run.id) / str(self.lease.epoch)
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 
@@ -456,7 +442,7 @@ class Session:
         self._check_lease()
         log.warning("run %r %s %r failed (%s): %s", run.id, during, run.step,
                     failure.failure_class, failure)
-        redact = self.parts.redact
+        redact = self.settings.redact
         record = json.loads(redact(json.dumps(
             {"class": failure.failure_class, "error": str(failure), "during": during,
              "evidence": failure.evidence}, sort_keys=True, default=str)))
@@ -465,7 +451,7 @@ class Session:
                 json.dumps(record, indent=2, sort_keys=True).encode(),
             **{path: redact.bytes(data) for path, data in failure.artifacts.items()},
         }
-        decision = decide_failure(run, failure, self.parts.limits)
+        decision = decide_failure(run, failure, self.settings.limits)
         events = [NewEvent(EventType.STEP_FAILED, step=run.step, attempt=run.attempt,
                            data=record)]
         if failure.usage is not None:  # the agent ran: what it spent is paid once, here
@@ -494,9 +480,9 @@ class Session:
         pending and the run is asked again later. Never a failure of the run: an outage says
         nothing about the work."""
         self._check_lease()
-        delay = backoff(2, self.parts.limits.backoff_base, self.parts.limits.backoff_max)
+        delay = backoff(2, self.settings.limits.backoff_base, self.settings.limits.backoff_max)
         log.warning("run %r: signal %r from %r waits %.1fs, its author's access is unknown: %s",
-                    run.id, signal.id, signal.author, delay, self.parts.redact(str(failure)))
+                    run.id, signal.id, signal.author, delay, self.settings.redact(str(failure)))
         return self._commit(run, changes.unchanged(run, ready_at=time.time() + delay))
 
     def _distrust(self, run: Run, error: CorruptRecord | WorkspaceMismatch) -> Run:
@@ -525,7 +511,7 @@ class Session:
         """Why this session may no longer write: cancelled, or taken over."""
         run = self.store.get_run(self.run_id)
         if run.state is State.CANCELLED:
-            scrub_scratch(self.parts.home / "scratch" / run.id, self.parts.redact)
+            scrub_scratch(self.settings.scratch(run.id), self.settings.redact)
             return StaleWrite(f"run {run.id} was cancelled ({run.reason}); stopping")
         return StaleWrite(f"run {run.id}: lease lost to another worker; stopping")
 
@@ -573,7 +559,7 @@ class Session:
         return dict(checkpoint.result) if checkpoint is not None else None
 
     def _redacted(self, intent: Any) -> Any:
-        return replace(intent, payload=_redact_value(dict(intent.payload), self.parts.redact))
+        return replace(intent, payload=_redact_value(dict(intent.payload), self.settings.redact))
 
     def _deadline(self, target: State) -> float | None:
         """When a spec stops waiting: the repository's ``approval.timeout_hours``, else the
@@ -581,7 +567,7 @@ class Session:
         if target is not State.AWAITING_APPROVAL:
             return None
         configured = _config(self.store.checkpoints(self.run_id)).approval.timeout_hours
-        timeout = configured * 3600 if configured else self.parts.approval_timeout
+        timeout = configured * 3600 if configured else self.settings.approval_timeout
         return None if timeout is None else time.time() + timeout
 
 

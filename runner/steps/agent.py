@@ -105,7 +105,7 @@ def run_agent(inp: StepInput, services: StepServices) -> StepResult:
         task.prompt_file.write_text(prompt)
         result = _run(task, inp, services)
         write_journal(folder, result)
-    services.crash.reached("after_agent_output", step)
+    services.settings.crash.reached("after_agent_output", step)
     usage = redacted_usage(services, result.usage)
     try:
         concluded = _conclude(inp, services, phase, task, prompt, result, usage)
@@ -152,7 +152,7 @@ def _conclude(inp: StepInput, services: StepServices, phase: State, task: AgentT
     """What the agent left, checked and recorded with what it spent."""
     run, step = inp.run, inp.run.step
     output_rel = task.output.relative_to(task.output_dir).as_posix()
-    content = read_output(task, limit=services.max_output_bytes)
+    content = read_output(task, limit=services.settings.max_output_bytes)
     if sha256_hex(content) != result.output_sha256:
         raise DeterministicFailure(
             f"{output_rel} changed after the agent exited (expected sha256"
@@ -160,14 +160,14 @@ def _conclude(inp: StepInput, services: StepServices, phase: State, task: AgentT
         )
     _enforce_worktree_limits(inp, services, phase)
     # Agent text is evidence: it is redacted before it is stored, hashed or shown to a reviewer.
-    artifacts = {output_rel: services.redact.bytes(content),
-                 f"prompts/{step}.md": services.redact(prompt).encode()}
+    artifacts = {output_rel: services.settings.redact.bytes(content),
+                 f"prompts/{step}.md": services.settings.redact(prompt).encode()}
     stored_sha = sha256_hex(artifacts[output_rel])
     record: dict[str, Any] = {
         "output": {"path": output_rel, "sha256": stored_sha},
         "exit_code": result.exit_code,
         "duration_s": round(result.duration_s, 3),
-        "sandbox": str(services.sandbox.mode),
+        "sandbox": str(services.settings.sandbox.mode),
         "usage": usage,
     }
     tree, patch_sha = inp.tree, inp.patch_sha

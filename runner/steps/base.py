@@ -19,16 +19,13 @@ from typing import Any
 
 from plumbing.files import write_atomic
 from runner.agents.base import Agent, AgentResult
-from runner.budget import Budget
 from runner.config import RepositoryConfig
 from runner.effects import EffectRequest, effect_key
 from runner.errors import CorruptArtifact
-from runner.faults import CrashPoints
 from runner.ledger.records import Checkpoint, Lease, NewEvent, Run
 from runner.ledger.store import Store
 from runner.names import EffectKind, StepId
-from runner.redact import Redactor
-from runner.sandbox import Sandbox
+from runner.settings import EngineSettings
 from runner.workflow import Outcome
 from runner.workspace import NO_ACCESS, RemoteAccess, Workspaces
 
@@ -41,20 +38,15 @@ class StepServices:
 
     store: Store  # for reading history and artifacts, and appending check results
     workspaces: Workspaces
+    settings: EngineSettings  # the engine's, whole: a step reads the knobs it uses
     agent: Callable[[], Agent]
-    agent_timeout: float
-    sandbox: Sandbox
-    redact: Redactor
-    child_env: Mapping[str, str] | None  # environment of checks (no Ratchet settings)
-    crash: CrashPoints
-    max_output_bytes: int
+    agent_timeout: float  # this step's: the setting, cut to the time the budget has left
     lease: Callable[[], Lease]  # the current (renewed) lease
     cancel: threading.Event  # set when the lease is lost or a cancel arrives
     access: RemoteAccess = NO_ACCESS  # how git reaches the run's remote
     # The run's budget when it is what bounds ``agent_timeout`` (an agent stopped then has
     # spent it: an authority stop, not a timeout to retry); runner/budget.py.
     budget_bound: Mapping[str, Any] | None = None
-    budget_defaults: Budget = field(default_factory=Budget)  # the service's RATCHET_BUDGET_*
 
 
 @dataclass(frozen=True)
@@ -124,7 +116,8 @@ class StepResult:
 
 def redacted_usage(services: StepServices, usage: Mapping[str, Any]) -> dict[str, Any]:
     """Agent-written values are evidence: redacted before they are stored."""
-    return json.loads(services.redact(json.dumps(dict(usage), sort_keys=True, default=str)))
+    redact = services.settings.redact
+    return json.loads(redact(json.dumps(dict(usage), sort_keys=True, default=str)))
 
 
 def read_patch(store: Store, run_id: str, patch_sha: str | None) -> bytes:

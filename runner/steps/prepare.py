@@ -39,7 +39,7 @@ def prepare(inp: StepInput, services: StepServices) -> StepResult:
         )
     tree = services.workspaces.tree_of(inp.worktree)
     # The run's budget is fixed here: the repository's, each unset limit the service's default.
-    budget = Budget.from_dict(config.budget.model_dump()).merged(services.budget_defaults)
+    budget = Budget.from_dict(config.budget.model_dump()).merged(services.settings.budget)
     return StepResult(
         Outcome.VERIFY_ONLY if pull_request else Outcome.COMPLETED,
         record={"config": config.model_dump(mode="json"), "tree": tree, "base": inp.base,

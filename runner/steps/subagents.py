@@ -134,7 +134,7 @@ def record_plan(inp: StepInput, services: StepServices, concluded: StepResult,
     transaction: from here on the step never runs that agent again."""
     run = inp.run
     # A planned focus is agent-written text: redacted before it is stored or handed on.
-    plan = tuple(Subagent(s.name, services.redact(s.focus)) for s in plan)
+    plan = tuple(Subagent(s.name, services.settings.redact(s.focus)) for s in plan)
     planned = Planned(run.step, plan, dict(concluded.record))
     usage = [e for e in concluded.events if e.type is EventType.AGENT_USAGE]
     plan_json = json.dumps([s.to_dict() for s in plan], indent=2) + "\n"
@@ -146,7 +146,7 @@ def record_plan(inp: StepInput, services: StepServices, concluded: StepResult,
     )
     log.info("run %r step %r: %d subagent(s) planned: %s", run.id, run.step, len(plan),
              ", ".join(s.name for s in plan))
-    services.crash.reached("after_subagents_planned", run.step)
+    services.settings.crash.reached("after_subagents_planned", run.step)
     return planned
 
 
@@ -207,7 +207,8 @@ def fan_out(inp: StepInput, services: StepServices,
                     results[subagent.name] = result
                     log.info("run %r step %r: subagent %r %s", run.id, step, subagent.name,
                              result.status.value)
-                    services.crash.reached("after_subagent_result", f"{step}:{len(results)}")
+                    services.settings.crash.reached("after_subagent_result",
+                                                    f"{step}:{len(results)}")
         finally:
             stop.set()  # on any way out, nothing keeps running: the pool waits for them to end
     missing = [s.name for s in planned.subagents if s.name not in results]
@@ -268,7 +269,7 @@ def _budget(inp: StepInput, services: StepServices, *,
     """Whether the budget lets another subagent start, and for how long."""
     events = services.store.events(inp.run.id)
     budget = budget_of(prepared_result(inp.history), events,
-                       defaults=services.budget_defaults)
+                       defaults=services.settings.budget)
     allowed = allowance(budget, events, now=time.time(), timeout=services.agent_timeout,
                         running=running, step=inp.run.step)
     return allowed.exhaustion, allowed.seconds
@@ -316,17 +317,17 @@ def _settle(inp: StepInput, services: StepServices, subagent: Subagent, task: Ag
             return None
         return _failed(inp, services, subagent, task, failure)
     try:
-        content = read_output(task, limit=services.max_output_bytes)
+        content = read_output(task, limit=services.settings.max_output_bytes)
         if sha256_hex(content) != result.output_sha256:
             raise DeterministicFailure(
                 f"{subagent.artifact} changed after the subagent exited; its result is not used")
     except StepFailure as failure:
         failure.usage = failure.usage or result.usage
         return _failed(inp, services, subagent, task, failure)
-    artifact = services.redact.bytes(content)
+    artifact = services.settings.redact.bytes(content)
     recorded = SubagentResult(
         subagent.name, SubagentStatus.COMPLETED, artifact=subagent.artifact,
-        sha256=sha256_hex(artifact), note=services.redact(_note(task)),
+        sha256=sha256_hex(artifact), note=services.settings.redact(_note(task)),
         duration_s=result.duration_s)
     return recorded, _events(inp, services, recorded, "completed", result.usage), {
         subagent.artifact: artifact, **_prompt_artifact(inp, services, subagent, task)}
@@ -338,8 +339,8 @@ def _failed(inp: StepInput, services: StepServices, subagent: Subagent, task: Ag
     evidence = failure.evidence or {}
     recorded = SubagentResult(
         subagent.name, SubagentStatus.FAILED, failure_class=failure.failure_class,
-        error=services.redact(str(failure)),
-        log_tail=services.redact(str(evidence.get("log_tail") or "")),
+        error=services.settings.redact(str(failure)),
+        log_tail=services.settings.redact(str(evidence.get("log_tail") or "")),
         duration_s=float(evidence.get("duration_s") or 0.0))
     return (recorded,
             _events(inp, services, recorded, failure.failure_class, failure.usage),
@@ -364,7 +365,7 @@ def _events(inp: StepInput, services: StepServices, result: SubagentResult, outc
 def _prompt_artifact(inp: StepInput, services: StepServices, subagent: Subagent,
                      task: AgentTask) -> dict[str, bytes]:
     return {f"prompts/{inp.run.step}/{subagent.name}.md":
-            services.redact(task.prompt).encode()}
+            services.settings.redact(task.prompt).encode()}
 
 
 def _note(task: AgentTask) -> str:

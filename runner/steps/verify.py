@@ -49,8 +49,9 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
     objects = workspaces.repository_objects(inp.worktree)
 
     def confine(argv: Sequence[str], *, cwd: Path, writable: Sequence[Path]) -> list[str]:
-        return services.sandbox.command(argv, cwd=cwd, writable=writable, readable=(objects,),
-                                        network=config.verify.network)
+        return services.settings.sandbox.command(argv, cwd=cwd, writable=writable,
+                                                 readable=(objects,),
+                                                 network=config.verify.network)
 
     previous = _passed_results(inp, services)
     persisted = 0
@@ -65,11 +66,12 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
         )
         persisted += 1
         if persisted == 1:
-            services.crash.reached("mid_verification", step)
+            services.settings.crash.reached("mid_verification", step)
 
-    services.sandbox.check()
+    services.settings.sandbox.check()
     results = execute_plan(plan, inp.worktree, on_result=persist, reuse=previous.get,
-                           redact=services.redact, env=services.child_env, confine=confine)
+                           redact=services.settings.redact, env=services.settings.child_env,
+                           confine=confine)
     ensure_tree(services, inp)  # checks may leave caches behind; the next step starts clean
     artifacts = {"verification/plan.json": plan.to_json().encode()}
     bundle = build_bundle(plan, results, diff_stat=_diff_stat(changed), artifacts={
@@ -110,7 +112,7 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
     })
     record = {
         "tree": tree, "patch": inp.patch_sha, "commit": commit,
-        "sandbox": str(services.sandbox.mode), "plan": plan.sha256,
+        "sandbox": str(services.settings.sandbox.mode), "plan": plan.sha256,
         "conclusion": bundle.conclusion, "results": [_without_log(r) for r in results],
         "failing": [
             {"id": r.key, "command": r.command, "status": r.status, "exit_code": r.exit_code,

@@ -1,0 +1,57 @@
+"""The engine's settings: one frozen object built once (``app/settings.py`` reads ``RATCHET_*``
+into it) and passed through whole, to the engine, each lease session and each step.
+
+A knob is read where it is used (``parts.settings.lease_seconds``,
+``services.settings.sandbox``), never copied field by field into the objects between: adding
+one is a field here and the line in ``app/settings.py`` that fills it.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.agents.command import MAX_OUTPUT_BYTES
+from runner.budget import Budget
+from runner.decisions import Limits
+from runner.faults import NO_CRASH, CrashPoints
+from runner.redact import NO_REDACTION, Redactor
+from runner.sandbox import Sandbox
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    home: Path  # work/ (mirrors, worktrees, git dirs), scratch/, runs/ (run directories)
+    lease_seconds: float = 30.0
+    agent_timeout: float = 3600.0
+    approval_timeout: float | None = 7 * 24 * 3600.0
+    max_attempts: int = 5  # per step, for transient failures
+    backoff_base: float = 1.0
+    backoff_max: float = 60.0
+    child_env: Mapping[str, str] | None = None  # environment of agents and checks
+    redact: Redactor = NO_REDACTION
+    default_agent_command: str | None = None
+    default_agent: str | None = None  # a preset of runner/agents/presets.py
+    budget: Budget = field(default_factory=Budget)  # limits a repository's config leaves unset
+    crash: CrashPoints = NO_CRASH
+    sandbox: Sandbox = field(default_factory=Sandbox)  # where agents and checks run
+    max_output_bytes: int = MAX_OUTPUT_BYTES
+    owner: str = field(
+        default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+    )
+
+    @property
+    def limits(self) -> Limits:
+        """How far the runner retries on its own (``runner/decisions.py``)."""
+        return Limits(self.max_attempts, self.backoff_base, self.backoff_max)
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.home / "runs" / run_id
+
+    def scratch(self, run_id: str) -> Path:
+        """The run's scratch folder (one sub-folder per lease epoch)."""
+        return self.home / "scratch" / run_id
