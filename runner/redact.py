@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 MASK = "***"
@@ -53,6 +54,16 @@ class Redactor:
             return data
         redacted = self(text)
         return data if redacted == text else redacted.encode()
+
+    def value(self, value: Any) -> Any:
+        """Redact every string in a JSON-like value (nested dicts and lists)."""
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, dict):
+            return {k: self.value(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.value(v) for v in value]
+        return value
 
 
 NO_REDACTION = Redactor()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from runner.decisions import (
     backoff,
     decide_failure,
 )
-from runner.effects import EffectExecutor, EffectRequest, Outbox
+from runner.effects import EffectExecutor, Outbox
 from runner.errors import (
     AmbiguousFailure,
     AuthorityFailure,
@@ -51,7 +51,6 @@ from runner.ledger.records import (
     Change,
     Checkpoint,
     EffectStatus,
-    Event,
     Lease,
     NewEvent,
     Run,
@@ -61,22 +60,18 @@ from runner.ledger.records import (
 from runner.ledger.store import Store
 from runner.names import EffectKind, EventType, SignalKind, SignalStatus, StepId
 from runner.recovery import Leftovers, Recovery
-from runner.redact import Redactor
 from runner.results import PreparedRecord, last_tree, prepared_result
 from runner.scratch import remove_scratch, scrub_scratch
 from runner.settings import EngineSettings
 from runner.signals import Authorization, Authorizer, decide_signal, has_tree
-from runner.status import PREPARED_STEP, read_status
+from runner.status import read_status
 from runner.steps import STEPS, StepInput, StepResult, StepServices
 from runner.steps.base import read_patch
-from runner.subagents import subagent_rows
-from runner.tracking import tracking_edit, tracking_key
+from runner.tracking import edit_for_change, needs_edit, read_snapshot
 from runner.usage import usage_event_data
-from runner.views import usage_view
 from runner.workflow import (
     BOOKKEEPING_EFFECTS,
     PROFILES,
-    PULL_REQUEST_WORKFLOW,
     Outcome,
     State,
     is_end,
@@ -313,7 +308,7 @@ class Session:
                 effects=changes.acknowledgement(run, signal, "eyes"))
         if taken is not None:  # it entered a state: a wait there gets its deadline
             change = replace(change, deadline=self._deadline(change.state))
-        return self._commit(run, change, completed=taken)
+        return self._commit(run, change, completed=[c.step for c in history])
 
     def _refuse_all(self, run: Run, error: CorruptRecord) -> None:
         """A stopped run whose history is corrupt can answer no signal but cancel: refuse the
@@ -384,7 +379,7 @@ class Session:
             deadline=self._deadline(target), reason=result.reason,
             head_revision=result.head_revision,
             effects=tuple(e.intent() for e in result.effects),
-        ), completed=taken)
+        ), completed=[c.step for c in history])
         self.settings.crash.reached("after_commit", run.step)
         return new
 
@@ -456,8 +451,8 @@ class Session:
                            data=record)]
         if failure.usage is not None:  # the agent ran: what it spent is paid once, here
             events.append(NewEvent(EventType.AGENT_USAGE, step=run.step, attempt=run.attempt,
-                                   data=_redact_value(usage_event_data(
-                                       failure.failure_class, failure.usage), redact)))
+                                   data=redact.value(usage_event_data(
+                                       failure.failure_class, failure.usage))))
         if isinstance(failure, BudgetExhausted):
             events.append(NewEvent(EventType.BUDGET_EXHAUSTED, step=run.step,
                                    attempt=run.attempt, data=failure.exhaustion))
@@ -517,49 +512,21 @@ class Session:
 
     # --- the one write -------------------------------------------------------------------
 
-    def _commit(self, run: Run, change: Change, *, completed: list[str] | None = None) -> Run:
+    def _commit(self, run: Run, change: Change, *,
+                completed: Sequence[str] | None = None) -> Run:
         """Write ``change`` fenced by the lease; a change of state also edits the tracking
-        comment (its edit recorded in the same transaction). Effect payloads are redacted."""
-        effects = [self._redacted(e) for e in change.effects]
-        if change.state is not run.state and run.workflow != PULL_REQUEST_WORKFLOW:
-            taken = completed if completed is not None else self.store.completed_steps(run.id)
-            effects.append(self._tracking(run, change, taken).intent())
+        comment (its edit recorded in the same transaction, from a snapshot of the ledger read
+        once here; ``completed``: the steps completed before the change, when the caller
+        holds them). Effect payloads are redacted."""
+        redact = self.settings.redact
+        effects = [replace(e, payload=redact.value(dict(e.payload))) for e in change.effects]
+        if needs_edit(run, change):
+            snapshot = read_snapshot(self.store, run, change, at=time.time(),
+                                     completed=completed)
+            effects.append(edit_for_change(run, change, snapshot).intent())
         new = self.store.apply(self.heartbeat.lease, replace(change, effects=tuple(effects)))
         self.parts.on_change(run, new)
         return new
-
-    def _tracking(self, run: Run, change: Change, completed: list[str]) -> EffectRequest:
-        spec = None
-        if change.state is State.AWAITING_APPROVAL:  # the spec may be in this very change
-            spec = change.artifacts.get("spec.md") or self.store.read_artifact(run.id, "spec.md")
-        failure = next((str(e.data["class"]) for e in change.events
-                        if e.type is EventType.STEP_FAILED and "class" in e.data), None)
-        at = time.time()
-        events = [*self.store.events(run.id), *_pending_events(run, change, at)]
-        usage = usage_view(events, self._prepared_result(run, change), now=at, steps=False)
-        stop = budget_stop(events) if change.state is State.NEEDS_HUMAN else None
-        # A stopped step taken up again enters its state under the same step id: its edit is
-        # a new one (keyed by the run's version, unique per change), not the first replayed.
-        entered = self.store.get_effect(tracking_key(run.id, change.step, change.state))
-        return tracking_edit(run, state=change.state, step=change.step, reason=change.reason,
-                             completed=completed, spec_sha256=sha256_hex(spec) if spec else None,
-                             at=at, failure=failure if is_stopped(change.state) else None,
-                             usage=usage, budget_stop=stop, subagents=subagent_rows(events),
-                             again=run.version if entered is not None else None)
-
-    def _prepared_result(self, run: Run, change: Change) -> dict[str, Any] | None:
-        """The queued step's record (config and budget), committed or in ``change``."""
-        if change.checkpoint is not None and change.checkpoint.step == run.step and (
-                StepId.parse(run.step).state == State.QUEUED):
-            return dict(change.checkpoint.result)
-        try:
-            checkpoint = self.store.checkpoint(run.id, PREPARED_STEP)
-        except CorruptRecord:
-            return None
-        return dict(checkpoint.result) if checkpoint is not None else None
-
-    def _redacted(self, intent: Any) -> Any:
-        return replace(intent, payload=_redact_value(dict(intent.payload), self.settings.redact))
 
     def _deadline(self, target: State) -> float | None:
         """When a spec stops waiting: the repository's ``approval.timeout_hours``, else the
@@ -571,25 +538,9 @@ class Session:
         return None if timeout is None else time.time() + timeout
 
 
-def _pending_events(run: Run, change: Change, at: float) -> list[Event]:
-    """``change``'s events as the ledger will record them (for views of the run after it)."""
-    return [Event(run.id, 0, str(e.type), at, e.step, e.attempt, 0, e.revision, None,
-                  dict(e.data)) for e in change.events]
-
-
 def _config(history: list[Checkpoint]) -> RepositoryConfig:
     """The repository config the queued step read at the base (defaults before it ran)."""
     for checkpoint in history:
         if "config" in checkpoint.result:
             return RepositoryConfig.model_validate(PreparedRecord.of(checkpoint).config)
     return RepositoryConfig()
-
-
-def _redact_value(value: Any, redact: Redactor) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {k: _redact_value(v, redact) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redact_value(v, redact) for v in value]
-    return value
