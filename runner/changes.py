@@ -1,24 +1,25 @@
-"""The changes a session writes, built without I/O: entering a state, stopping, and answering a
-signal (refused with a reply, a status reply, a budget raise, an accepted transition).
+"""The changes a session writes, built without I/O: the pieces every change is made of
+(entering a state, keeping the run where it is, stopping, an effect of the current step) and a
+completed step's change.
 
-``runner/session.py`` reads what these need (the run, its checkpoints, the spec, the signal's
-verdict) and commits what they return; ``runner/signals.py`` decides whether a signal is
-accepted. Keeping the building here means a signal's answer is one place, readable and tested
-apart from leases and transactions.
+Answering a signal is built in ``runner/inbox.py`` and recording a failure in
+``runner/failures.py``, from these pieces; ``runner/session.py`` reads what they need and
+commits what they return.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from runner.canonical import sha256_hex
 from runner.effects import EffectRequest, effect_key
-from runner.ledger.records import Change, Checkpoint, NewEvent, Run, Signal, SignalDecision
-from runner.names import EffectKind, EventType, SignalStatus, StepId
-from runner.signals import Verdict
-from runner.views import RunStatus
+from runner.ledger.records import Change, Checkpoint, NewEvent, Run, SignalDecision
+from runner.names import EffectKind, EventType, StepId
+from runner.results import repository_config
 from runner.workflow import Outcome, State, is_end, is_runnable, is_stopped, transition
+
+if TYPE_CHECKING:
+    from runner.steps.base import StepResult
 
 # The event recording entry into each state: a step started, a wait begun, an end.
 ENTRY_EVENTS = {
@@ -69,114 +70,36 @@ def effect(run: Run, kind: EffectKind, name: str, payload: Mapping[str, Any]) ->
     return EffectRequest(effect_key(run.id, run.step, name), run.id, run.step, kind, payload)
 
 
-def answer_name(signal: Signal) -> str:
-    """The name of a signal's reply or reaction: one per signal, whatever its text."""
-    return f"{signal.kind.value}.{sha256_hex(signal.id)[:12]}"
+def wait_deadline(state: State, history: Sequence[Checkpoint], *, default: float | None,
+                  now: float) -> float | None:
+    """When a wait entered at ``now`` stops waiting: a spec awaiting approval waits the
+    repository's ``approval.timeout_hours`` (as its queued step read the config), else
+    ``default`` seconds, the service's (None: it never times out); other states have no
+    deadline."""
+    if state is not State.AWAITING_APPROVAL:
+        return None
+    configured = repository_config(history).approval.timeout_hours
+    timeout = configured * 3600 if configured else default
+    return None if timeout is None else now + timeout
 
 
-def refusal(run: Run, signal: Signal, verdict: Verdict) -> Change:
-    """A refused signal: its one reply, saying why, and the run stays where it is."""
-    assert verdict.refusal is not None
-    reply = effect(run, EffectKind.REPLY, f"reply.{answer_name(signal)}", {
-        "run": run.id, "signal": signal.id, "author": signal.author,
-        "refusal": verdict.refusal.value, "params": dict(verdict.params),
-        "in_reply_to": signal.payload.get("comment"),
-    })
-    return unchanged(run, events=(NewEvent(
-        EventType.SIGNAL_REFUSED, step=run.step,
-        data={"signal": signal.id, "kind": signal.kind.value, "author": signal.author,
-              "refusal": verdict.refusal.value, "params": dict(verdict.params)}),),
-        effects=(reply.intent(),),
-        signal=SignalDecision(signal.id, SignalStatus.REFUSED, verdict.reason))
-
-
-def status_reply(run: Run, signal: Signal, verdict: Verdict, status: RunStatus) -> Change:
-    """A status request: answered with the status, and nothing moves."""
-    reply = effect(run, EffectKind.REPLY, f"reply.{answer_name(signal)}", {
-        "run": run.id, "signal": signal.id, "author": signal.author,
-        "status": {"state": status.state, "step": status.step,
-                   "completed": status.completed_steps, "reason": status.reason,
-                   "next_action": status.next_action.to_dict(),
-                   "usage": {k: v for k, v in status.usage.items() if k != "steps"}},
-        "in_reply_to": signal.payload.get("comment"),
-    })
-    return unchanged(run, effects=(reply.intent(),),
-                     signal=SignalDecision(signal.id, SignalStatus.ACCEPTED, verdict.reason))
-
-
-def acknowledgement(run: Run, signal: Signal, content: str) -> tuple[EffectRequest, ...]:
-    """A reaction on the comment that carried an accepted signal (none without a comment)."""
-    if signal.payload.get("comment") is None:
-        return ()
-    return (effect(run, EffectKind.REACTION, f"ack.{answer_name(signal)}", {
-        "run": run.id, "signal": signal.id, "content": content,
-        "comment": signal.payload["comment"]}),)
-
-
-def _accepted_event(run: Run, signal: Signal) -> NewEvent:
-    return NewEvent(EventType.SIGNAL_ACCEPTED, step=run.step, data={
-        "signal": signal.id, "kind": signal.kind.value, "author": signal.author})
-
-
-def budget_raise(run: Run, signal: Signal, verdict: Verdict, *, spec_sha256: str | None,
-                 history: Sequence[Checkpoint]) -> tuple[Change, list[str] | None]:
-    """A raise by someone allowed: recorded as a ``BUDGET_RAISED`` event (the run's budget is
-    its recorded one plus its raises); a run its budget stopped resumes its step."""
-    raised = NewEvent(EventType.BUDGET_RAISED, step=run.step, data={
-        "limit": verdict.params["limit"], "add": verdict.params["add"], "by": signal.author,
-        "signal": signal.id})
-    effects = acknowledgement(run, signal, "+1")
-    if verdict.outcome is not None:
-        return acceptance(run, signal, verdict.outcome, spec_sha256=spec_sha256,
-                          history=history, effects=effects, extra=(raised,))
-    return unchanged(
-        run, events=(_accepted_event(run, signal), raised),
-        effects=tuple(e.intent() for e in effects),
-        signal=SignalDecision(signal.id, SignalStatus.ACCEPTED, "accepted: budget raised"),
-    ), None
-
-
-def acceptance(run: Run, signal: Signal, outcome: Outcome, *, spec_sha256: str | None,
-               history: Sequence[Checkpoint], effects: Sequence[EffectRequest],
-               extra: Sequence[NewEvent] = ()) -> tuple[Change, list[str] | None]:
-    """An accepted signal's transition, with the steps completed after it, or None when the
-    run stays in its step (a cancel, a raise that resumes nothing). A wait it enters has no
-    deadline yet: the session sets it from the repository's config and its clock."""
-    accepted = _accepted_event(run, signal)
-    decision = SignalDecision(signal.id, SignalStatus.ACCEPTED, f"accepted: {outcome.value}")
-    if outcome is Outcome.CANCELLED:
-        return stop(run, outcome, f"cancelled by {signal.author}", [accepted], effects=effects,
-                    signal=decision), None
-    target = transition(run.state, outcome, step=run.step_id)
-    taken = [c.step for c in history]
-    checkpoint = None
-    events = [accepted, *extra]
-    artifacts: dict[str, bytes] = {}
-    if outcome is Outcome.APPROVED:
-        assert spec_sha256 is not None
-        checkpoint = Checkpoint(run.id, run.step, run.attempt, {"spec": spec_sha256}, {
-            "outcome": outcome.value, "signal": signal.id, "by": signal.author,
-            "approved": spec_sha256})
-        events.append(NewEvent(EventType.SPEC_APPROVED, step=run.step,
-                               data={"sha256": spec_sha256, "by": signal.author}))
-        artifacts["approved-spec.sha256"] = f"{spec_sha256}\n".encode()
-    elif outcome is Outcome.CHANGES_REQUESTED:
-        message = str(signal.payload.get("message", ""))
-        checkpoint = Checkpoint(run.id, run.step, run.attempt, {"spec": spec_sha256}, {
-            "outcome": outcome.value, "signal": signal.id, "by": signal.author,
-            "changes_requested": message})
-        events.append(NewEvent(EventType.CHANGES_REQUESTED, step=run.step,
-                               data={"message": message, "by": signal.author,
-                                     "spec": spec_sha256}))
-    else:
-        events.append(NewEvent(EventType.RUN_RESUMED, step=run.step,
-                               data={"by": signal.author, "to": target.value}))
-    if checkpoint is not None:
-        taken.append(checkpoint.step)
-    step = str(StepId.next_for(target.value, taken))
-    events.append(entry_event(target, step, None))
+def completion(run: Run, result: StepResult, *, step_input: dict[str, Any],
+               history: Sequence[Checkpoint], approval_timeout: float | None,
+               now: float) -> Change:
+    """A step's result recorded: its checkpoint, and the state the workflow table maps its
+    outcome to (``history``: the checkpoints before it; a wait it enters gets its deadline
+    from ``wait_deadline``)."""
+    target = transition(run.state, result.outcome)
+    checkpoint = Checkpoint(run.id, run.step, run.attempt, step_input,
+                            {**result.record, "outcome": result.outcome.value})
+    taken = [c.step for c in history] + [run.step]
+    # A stop keeps the step it stopped in, so a retry knows what to take up again.
+    step = run.step if is_stopped(target) else str(StepId.next_for(target.value, taken))
+    events = (*result.events, entry_event(target, step, result.reason))
     return Change(
-        version=run.version, state=target, step=step, attempt=1, events=tuple(events),
-        checkpoint=checkpoint, artifacts=artifacts,
-        effects=tuple(e.intent() for e in effects), signal=decision,
-    ), taken
+        version=run.version, state=target, step=step, attempt=1, events=events,
+        checkpoint=checkpoint, artifacts=result.artifacts,
+        deadline=wait_deadline(target, history, default=approval_timeout, now=now),
+        reason=result.reason, head_revision=result.head_revision,
+        effects=tuple(e.intent() for e in result.effects),
+    )

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from runner.config import RepositoryConfig
 from runner.ledger.records import Checkpoint
 
 R = TypeVar("R", bound="StepRecord")
@@ -96,6 +97,14 @@ def prepared_result(history: Sequence[Checkpoint]) -> dict[str, Any] | None:
         if "config" in checkpoint.result:
             return dict(checkpoint.result)
     return None
+
+
+def repository_config(history: Sequence[Checkpoint]) -> RepositoryConfig:
+    """The repository config the queued step read at the base (defaults before it ran)."""
+    for checkpoint in history:
+        if "config" in checkpoint.result:
+            return RepositoryConfig.model_validate(PreparedRecord.of(checkpoint).config)
+    return RepositoryConfig()
 
 
 def last_tree(history: list[Checkpoint]) -> TreeRecord | None:

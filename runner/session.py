@@ -4,40 +4,34 @@ the run waits, ends, or has a retry scheduled.
 Reconcile rebuilds the worktree from the last checkpoint (proved by hash), takes over a dead
 holder's leftovers on this host, and wires the outbox. Then, in a loop: every intended effect
 is sent (``runner/effects.py``); one pending signal is answered (``runner/signals.py``
-decides, ``runner/changes.py`` builds the answer); a wait past its deadline times out; a
-runnable state's step runs (``runner/steps/``). Every state change goes through ``_commit``:
+decides, ``runner/inbox.py`` builds the answer); a wait past its deadline times out; a
+runnable state's step runs (``runner/steps/``). A failure becomes a change built by
+``runner/failures.py``. The session does the reading (ledger, authorizer) and the writing;
+what to write is decided by those pure modules. Every state change goes through ``_commit``:
 one fenced transaction holding the change, its events, its checkpoint and artifacts, its
-outbox (the tracking comment's edit among them) and the signal it answers. A refused write
-means another worker owns the run: the session stops.
+outbox (the tracking comment's edit among them, ``runner/tracking.py``) and the signal it
+answers. A refused write means another worker owns the run: the session stops.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from runner import changes
+from runner import changes, failures, inbox
 from runner.agents.base import Agent
 from runner.budget import allowance, budget_of, budget_stop
 from runner.canonical import digest, sha256_hex
-from runner.config import RepositoryConfig
-from runner.decisions import (
-    approval_timed_out_reason,
-    attempts_exhausted,
-    backoff,
-    decide_failure,
-)
+from runner.decisions import attempts_exhausted
 from runner.effects import EffectExecutor, Outbox
 from runner.errors import (
     AmbiguousFailure,
     AuthorityFailure,
     BudgetExhausted,
-    CorruptArtifact,
     CorruptRecord,
     LedgerError,
     StaleWrite,
@@ -47,20 +41,11 @@ from runner.errors import (
     WorkspaceMismatch,
 )
 from runner.lease import Heartbeat
-from runner.ledger.records import (
-    Change,
-    Checkpoint,
-    EffectStatus,
-    Lease,
-    NewEvent,
-    Run,
-    Signal,
-    SignalDecision,
-)
+from runner.ledger.records import Change, Checkpoint, EffectStatus, Lease, NewEvent, Run
 from runner.ledger.store import Store
-from runner.names import EffectKind, EventType, SignalKind, SignalStatus, StepId
+from runner.names import EffectKind, EventType, SignalKind, SignalStatus
 from runner.recovery import Leftovers, Recovery
-from runner.results import PreparedRecord, last_tree, prepared_result
+from runner.results import last_tree, prepared_result, repository_config
 from runner.scratch import remove_scratch, scrub_scratch
 from runner.settings import EngineSettings
 from runner.signals import Authorization, Authorizer, decide_signal, has_tree
@@ -68,17 +53,7 @@ from runner.status import read_status
 from runner.steps import STEPS, StepInput, StepResult, StepServices
 from runner.steps.base import read_patch
 from runner.tracking import edit_for_change, needs_edit, read_snapshot
-from runner.usage import usage_event_data
-from runner.workflow import (
-    BOOKKEEPING_EFFECTS,
-    PROFILES,
-    Outcome,
-    State,
-    is_end,
-    is_runnable,
-    is_stopped,
-    transition,
-)
+from runner.workflow import BOOKKEEPING_EFFECTS, PROFILES, State, is_end, is_runnable, is_stopped
 from runner.workspace import RemoteAccess, Workspaces
 
 log = logging.getLogger(__name__)
@@ -132,11 +107,7 @@ class Session:
     def _execute(self) -> Run:
         run = self.store.get_run(self.run_id)
         if attempts_exhausted(run, self.settings.limits):
-            return self._stop(run, Outcome.FAILED, (
-                f"{run.step} was taken up {run.attempt} times without completing (its worker"
-                " died each time); fix the cause, then retry the run"),
-                [NewEvent(EventType.STEP_FAILED, step=run.step, attempt=run.attempt,
-                          data={"class": "attempts_exhausted"})])
+            return self._commit(run, failures.exhausted(run))
         failed = self._prepare(run)
         if failed is not None:
             return failed
@@ -161,7 +132,7 @@ class Session:
                 continue
             if (run.state is State.AWAITING_APPROVAL and run.deadline is not None
                     and run.deadline <= time.time()):
-                self._time_out(run)
+                self._commit(run, inbox.time_out(run))
                 continue
             if not is_runnable(run.state) or self.parts.stopping():
                 break
@@ -212,7 +183,7 @@ class Session:
                 workspaces.restore(self.worktree, run.base_revision, patch, record.tree)
                 recovery = Recovery(self.store, workspaces, self.settings.home,
                                     self.settings.max_output_bytes,
-                                    _config(history).limits.max_file_bytes)
+                                    repository_config(history).limits.max_file_bytes)
                 self.leftovers[run.step] = recovery.take_over(
                     run, self.lease, worktree=self.worktree, scratch=self._scratch(run),
                     base=run.base_revision, tree=record.tree)
@@ -252,11 +223,9 @@ class Session:
                         failure)
             run = self.store.get_run(run.id)
             failed = self.outbox.failed
-            settled = is_end(run.state) or is_stopped(run.state)
-            if settled and failed is not None and not isinstance(
-                    failure, TransientFailure | AmbiguousFailure):
-                # The run already ended or waits for a human: a failure that sending again
-                # cannot fix decides nothing more; give the effect up, say why.
+            if failed is not None and failures.gives_up_effect(run, failure):
+                # A failure that sending again cannot fix decides nothing more for a settled
+                # run; give the effect up, say why.
                 self.store.fail_effect(self.heartbeat.lease, failed.key, str(failure))
                 return True
             self._fail(run, failure, during="effect")
@@ -269,9 +238,9 @@ class Session:
                    for s in self.store.signals(self.run_id, status=SignalStatus.PENDING))
 
     def _answer_signal(self, run: Run) -> Run | None:
-        """Answer the oldest pending signal, if any: refused (a reply) or accepted (its
-        transition, and a reaction where it came with a comment); ``runner/changes.py`` builds
-        the answer."""
+        """Answer the oldest pending signal, if any: read what the answer needs, ask the
+        authorizer, then commit what ``runner/signals.py`` decides and ``runner/inbox.py``
+        builds."""
         pending = self.store.signals(run.id, status=SignalStatus.PENDING)
         if not pending:
             return None
@@ -282,7 +251,13 @@ class Session:
         try:
             authorization = self.parts.authorizer.authorize(run, signal)
         except (TransientFailure, AmbiguousFailure) as failure:
-            return self._defer_signal(run, signal, failure)
+            self._check_lease()
+            now = time.time()
+            deferred = inbox.defer(run, self.settings.limits, now=now)
+            log.warning("run %r: signal %r from %r waits %.1fs, its author's access is"
+                        " unknown: %s", run.id, signal.id, signal.author,
+                        (deferred.ready_at or now) - now, self.settings.redact(str(failure)))
+            return self._commit(run, deferred)
         except StepFailure as failure:
             authorization = Authorization(False, str(failure))
         stop = (budget_stop(self.store.events(run.id))
@@ -294,38 +269,22 @@ class Session:
         )
         log.info("run %r: signal %r from %r %s", run.id, signal.id, signal.author,
                  verdict.reason)
-        if not verdict.accepted:
-            return self._commit(run, changes.refusal(run, signal, verdict))
-        if signal.kind is SignalKind.BUDGET:
-            change, taken = changes.budget_raise(run, signal, verdict, spec_sha256=spec_sha,
-                                                 history=history)
-        elif verdict.outcome is None:  # a status request: answered, nothing moves
-            status = read_status(self.store, run.id, now=time.time())
-            return self._commit(run, changes.status_reply(run, signal, verdict, status))
-        else:
-            change, taken = changes.acceptance(
-                run, signal, verdict.outcome, spec_sha256=spec_sha, history=history,
-                effects=changes.acknowledgement(run, signal, "eyes"))
-        if taken is not None:  # it entered a state: a wait there gets its deadline
-            change = replace(change, deadline=self._deadline(change.state))
-        return self._commit(run, change, completed=[c.step for c in history])
+        now = time.time()
+        status = (read_status(self.store, run.id, now=now)
+                  if inbox.needs_status(signal, verdict) else None)
+        return self._commit(run, inbox.answer(
+            run, signal, verdict, spec_sha256=spec_sha, history=history, status=status,
+            approval_timeout=self.settings.approval_timeout, now=now),
+            completed=[c.step for c in history])
 
     def _refuse_all(self, run: Run, error: CorruptRecord) -> None:
         """A stopped run whose history is corrupt can answer no signal but cancel: refuse the
         others as ended (nothing can be retried on untrusted history)."""
         for signal in self.store.signals(run.id, status=SignalStatus.PENDING):
             run = self.store.get_run(run.id)
+            self._commit(run, inbox.answer_untrusted(run, signal, error))
             if signal.kind is SignalKind.CANCEL:
-                self._commit(run, changes.stop(
-                    run, Outcome.CANCELLED, f"cancelled by {signal.author}", [],
-                    signal=SignalDecision(signal.id, SignalStatus.ACCEPTED, "cancelled")))
                 return
-            self._commit(run, changes.unchanged(run, signal=SignalDecision(
-                signal.id, SignalStatus.REFUSED, f"history cannot be trusted: {error}")))
-
-    def _time_out(self, run: Run) -> Run:
-        return self._stop(run, Outcome.TIMED_OUT, approval_timed_out_reason(),
-                          [NewEvent(EventType.APPROVAL_TIMED_OUT, step=run.step)])
 
     # --- steps ---------------------------------------------------------------------------
 
@@ -366,19 +325,9 @@ class Session:
 
     def _complete(self, run: Run, history: list[Checkpoint], step_input: dict[str, Any],
                   result: StepResult) -> Run:
-        target = transition(run.state, result.outcome)
-        checkpoint = Checkpoint(run.id, run.step, run.attempt, step_input,
-                                {**result.record, "outcome": result.outcome.value})
-        taken = [c.step for c in history] + [run.step]
-        # A stop keeps the step it stopped in, so a retry knows what to take up again.
-        step = run.step if is_stopped(target) else str(StepId.next_for(target.value, taken))
-        events = (*result.events, changes.entry_event(target, step, result.reason))
-        new = self._commit(run, Change(
-            version=run.version, state=target, step=step, attempt=1, events=events,
-            checkpoint=checkpoint, artifacts=result.artifacts,
-            deadline=self._deadline(target), reason=result.reason,
-            head_revision=result.head_revision,
-            effects=tuple(e.intent() for e in result.effects),
+        new = self._commit(run, changes.completion(
+            run, result, step_input=step_input, history=history,
+            approval_timeout=self.settings.approval_timeout, now=time.time(),
         ), completed=[c.step for c in history])
         self.settings.crash.reached("after_commit", run.step)
         return new
@@ -414,13 +363,14 @@ class Session:
         return StepInput(
             run=run, history=tuple(history), worktree=self.worktree, scratch=self._scratch(run),
             tree=record.tree if record else "", patch_sha=record.patch if record else None,
-            config=_config(history), adopted=leftovers.adopted, salvage=leftovers.salvage,
+            config=repository_config(history), adopted=leftovers.adopted,
+            salvage=leftovers.salvage,
         )
 
     def _services(self, run: Run) -> StepServices:
         agent_for = self.parts.agent_for
         return StepServices(
-            store=self.store, workspaces=self.parts.workspaces, settings=self.parts.settings,
+            store=self.store, workspaces=self.parts.workspaces, settings=self.settings,
             agent=lambda: agent_for(run), agent_timeout=self.settings.agent_timeout,
             lease=lambda: self.heartbeat.lease, cancel=self.heartbeat.stop_work,
             access=self.parts.access_for(run),
@@ -437,66 +387,13 @@ class Session:
         self._check_lease()
         log.warning("run %r %s %r failed (%s): %s", run.id, during, run.step,
                     failure.failure_class, failure)
-        redact = self.settings.redact
-        record = json.loads(redact(json.dumps(
-            {"class": failure.failure_class, "error": str(failure), "during": during,
-             "evidence": failure.evidence}, sort_keys=True, default=str)))
-        artifacts = {
-            f"evidence/{run.step}.{run.attempt}.json":
-                json.dumps(record, indent=2, sort_keys=True).encode(),
-            **{path: redact.bytes(data) for path, data in failure.artifacts.items()},
-        }
-        decision = decide_failure(run, failure, self.settings.limits)
-        events = [NewEvent(EventType.STEP_FAILED, step=run.step, attempt=run.attempt,
-                           data=record)]
-        if failure.usage is not None:  # the agent ran: what it spent is paid once, here
-            events.append(NewEvent(EventType.AGENT_USAGE, step=run.step, attempt=run.attempt,
-                                   data=redact.value(usage_event_data(
-                                       failure.failure_class, failure.usage))))
-        if isinstance(failure, BudgetExhausted):
-            events.append(NewEvent(EventType.BUDGET_EXHAUSTED, step=run.step,
-                                   attempt=run.attempt, data=failure.exhaustion))
-        events += [NewEvent(t, step=run.step, attempt=run.attempt,
-                            data={"reason": record["error"]}) for t in decision.events
-                   if t is not EventType.STEP_RETRY_SCHEDULED]
-        if decision.outcome is None:
-            events.append(NewEvent(EventType.STEP_RETRY_SCHEDULED, step=run.step,
-                                   attempt=run.attempt,
-                                   data={"delay_s": round(decision.delay, 3),
-                                         "error": record["error"]}))
-            return self._commit(run, changes.unchanged(
-                run, events=tuple(events), artifacts=artifacts,
-                ready_at=time.time() + decision.delay))
-        reason = redact(decision.reason)
-        return self._stop(run, decision.outcome, reason, events, artifacts)
-
-    def _defer_signal(self, run: Run, signal: Signal, failure: StepFailure) -> Run:
-        """The forge could not say who may signal (an outage, a rate limit): the signal stays
-        pending and the run is asked again later. Never a failure of the run: an outage says
-        nothing about the work."""
-        self._check_lease()
-        delay = backoff(2, self.settings.limits.backoff_base, self.settings.limits.backoff_max)
-        log.warning("run %r: signal %r from %r waits %.1fs, its author's access is unknown: %s",
-                    run.id, signal.id, signal.author, delay, self.settings.redact(str(failure)))
-        return self._commit(run, changes.unchanged(run, ready_at=time.time() + delay))
+        return self._commit(run, failures.fail(run, failure, during=during,
+                                               limits=self.settings.limits,
+                                               redact=self.settings.redact, now=time.time()))
 
     def _distrust(self, run: Run, error: CorruptRecord | WorkspaceMismatch) -> Run:
         """Corrupt history is never used: stop for a human, naming what is corrupt."""
-        if isinstance(error, CorruptArtifact):
-            event = NewEvent(EventType.ARTIFACT_CORRUPT, step=run.step, data={
-                "path": error.path, "sha256": error.sha256, "actual": error.actual,
-                "error": str(error)})
-        else:
-            event = NewEvent(EventType.CHECKPOINT_CORRUPT, step=run.step,
-                             data={"error": str(error)})
-        return self._stop(run, Outcome.NEEDS_HUMAN, f"history cannot be trusted: {error}",
-                          [event])
-
-    def _stop(
-        self, run: Run, outcome: Outcome, reason: str, events: list[NewEvent],
-        artifacts: Mapping[str, bytes] | None = None,
-    ) -> Run:
-        return self._commit(run, changes.stop(run, outcome, reason, events, artifacts))
+        return self._commit(run, failures.distrust(run, error))
 
     def _check_lease(self) -> None:
         if self.heartbeat.lost.is_set():
@@ -527,20 +424,3 @@ class Session:
         new = self.store.apply(self.heartbeat.lease, replace(change, effects=tuple(effects)))
         self.parts.on_change(run, new)
         return new
-
-    def _deadline(self, target: State) -> float | None:
-        """When a spec stops waiting: the repository's ``approval.timeout_hours``, else the
-        service's default."""
-        if target is not State.AWAITING_APPROVAL:
-            return None
-        configured = _config(self.store.checkpoints(self.run_id)).approval.timeout_hours
-        timeout = configured * 3600 if configured else self.settings.approval_timeout
-        return None if timeout is None else time.time() + timeout
-
-
-def _config(history: list[Checkpoint]) -> RepositoryConfig:
-    """The repository config the queued step read at the base (defaults before it ran)."""
-    for checkpoint in history:
-        if "config" in checkpoint.result:
-            return RepositoryConfig.model_validate(PreparedRecord.of(checkpoint).config)
-    return RepositoryConfig()

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from runner import changes
+from runner import failures, inbox
 from runner.decisions import Limits, MoveKind, decide_failure, next_move
 from runner.errors import (
     AmbiguousFailure,
@@ -17,6 +17,7 @@ from runner.errors import (
 )
 from runner.ledger.records import Checkpoint, Run, Signal
 from runner.names import EventType, SignalKind, SignalStatus
+from runner.redact import Redactor
 from runner.render import render_reply, render_tracking, say_next_action
 from runner.signals import Authorization, Refusal, decide_signal
 from runner.views import NextActionKind, next_action, tracking_view
@@ -110,9 +111,9 @@ def test_a_signal_is_answered_by_one_change_built_without_io():
                       payload={"hash": SPEC[:12], "comment": {"id": 5, "issue": 7}})
     verdict = decide_signal(waiting, approve, authorization=ALLOWED, spec_sha256=SPEC,
                             has_tree=False)
-    change, taken = changes.acceptance(
+    change, taken = inbox.acceptance(
         waiting, approve, verdict.outcome, spec_sha256=SPEC, history=history,
-        effects=changes.acknowledgement(waiting, approve, "eyes"))
+        effects=inbox.acknowledgement(waiting, approve, "eyes"))
     # The approval is checkpointed in the step it answers; the run enters implement.1.
     assert (change.state, change.step, change.version) == (State.IMPLEMENT, "implement.1", 3)
     assert change.checkpoint is not None and change.checkpoint.result["approved"] == SPEC
@@ -126,7 +127,7 @@ def test_a_signal_is_answered_by_one_change_built_without_io():
 
     # Refused: one reply, keyed by the signal, and the run stays where it is.
     stale = signal(SignalKind.APPROVE, hash="ffffff")
-    refused = changes.refusal(waiting, stale, decide_signal(
+    refused = inbox.refusal(waiting, stale, decide_signal(
         waiting, stale, authorization=ALLOWED, spec_sha256=SPEC, has_tree=False))
     assert (refused.state, refused.step, refused.checkpoint) == (
         State.AWAITING_APPROVAL, "awaiting_approval.1", None)
@@ -136,10 +137,51 @@ def test_a_signal_is_answered_by_one_change_built_without_io():
 
     # A cancel stops the run in its step: no steps completed by it.
     cancel = signal(SignalKind.CANCEL)
-    stopped, none = changes.acceptance(waiting, cancel, Outcome.CANCELLED, spec_sha256=SPEC,
-                                       history=history, effects=())
+    stopped, none = inbox.acceptance(waiting, cancel, Outcome.CANCELLED, spec_sha256=SPEC,
+                                     history=history, effects=())
     assert (stopped.state, stopped.step, stopped.reason, none) == (
         State.CANCELLED, "awaiting_approval.1", "cancelled by ann", None)
+
+
+def test_a_wait_an_answer_enters_gets_its_deadline_from_the_config_or_the_service():
+    stopped = run_in(State.NEEDS_HUMAN, "awaiting_approval.1")
+    retry = signal(SignalKind.RETRY)
+    verdict = decide_signal(stopped, retry, authorization=ALLOWED, spec_sha256=SPEC,
+                            has_tree=False)
+    prepared = Checkpoint("r1", "queued.1", 1, {}, {
+        "outcome": "completed", "tree": "t", "base": "base",
+        "config": {"approval": {"timeout_hours": 2}}})
+    for history, default, deadline in (([prepared], 60, NOW + 7200), ([], 60, NOW + 60),
+                                       ([], None, None)):
+        change = inbox.answer(stopped, retry, verdict, spec_sha256=SPEC, history=history,
+                              approval_timeout=default, now=NOW)
+        assert (change.state, change.deadline) == (State.AWAITING_APPROVAL, deadline)
+    # A refusal keeps the run where it is, its deadline too.
+    waiting = run_in(State.AWAITING_APPROVAL, "awaiting_approval.1", deadline=NOW + 5)
+    refused = inbox.answer(waiting, retry, decide_signal(
+        waiting, retry, authorization=ALLOWED, spec_sha256=SPEC, has_tree=False),
+        spec_sha256=SPEC, history=[prepared], approval_timeout=60, now=NOW)
+    assert (refused.state, refused.deadline) == (State.AWAITING_APPROVAL, NOW + 5)
+
+
+def test_a_failure_is_recorded_by_one_change_built_without_io():
+    run = run_in(State.IMPLEMENT, "implement.1", attempt=2)
+    limits = Limits(max_attempts=5, backoff_base=2, backoff_max=30)
+    retry = failures.fail(run, TransientFailure("502 from the model API token=sekret123"),
+                          during="step", limits=limits, redact=Redactor(["sekret123"]),
+                          now=NOW, jitter=lambda low, high: high)
+    assert (retry.state, retry.step, retry.ready_at) == (State.IMPLEMENT, "implement.1", NOW + 4)
+    assert [e.type for e in retry.events] == [EventType.STEP_FAILED,
+                                             EventType.STEP_RETRY_SCHEDULED]
+    assert "sekret123" not in retry.artifacts["evidence/implement.1.2.json"].decode()
+    stop = failures.fail(run, DeterministicFailure("exit 3", usage={"cost_usd": 0.1}),
+                         during="step", limits=limits, redact=Redactor(), now=NOW)
+    assert (stop.state, stop.reason, stop.ready_at) == (State.FAILED, "exit 3", None)
+    assert [e.type for e in stop.events] == [EventType.STEP_FAILED, EventType.AGENT_USAGE,
+                                            EventType.RUN_FAILED]
+    assert failures.gives_up_effect(replace(run, state=State.FAILED), DeterministicFailure("x"))
+    assert not failures.gives_up_effect(replace(run, state=State.FAILED), TransientFailure("x"))
+    assert not failures.gives_up_effect(run, DeterministicFailure("x"))
 
 
 def test_a_stale_hash_reply_names_the_current_one_in_the_forges_words():

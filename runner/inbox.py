@@ -1,0 +1,195 @@
+"""Answering the run's inbox, built without I/O: a pending signal refused (one reply saying
+why), accepted (its transition, and a reaction where it came with a comment) or deferred (its
+author's access could not be learned: it is asked again later); a wait past its deadline timed
+out; on history that cannot be trusted, every signal but a cancel refused.
+
+``runner/signals.py`` decides whether a signal is accepted; this module builds the ``Change``
+that answers it. ``runner/session.py`` reads what an answer needs (the signal, the run's
+checkpoints and spec, the authorizer's answer, the status) and commits what these return, so a
+signal's answer is one place, readable and tested apart from leases and transactions.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from runner.canonical import sha256_hex
+from runner.changes import effect, entry_event, stop, unchanged, wait_deadline
+from runner.decisions import Limits, approval_timed_out_reason, backoff
+from runner.effects import EffectRequest
+from runner.errors import CorruptRecord
+from runner.ledger.records import Change, Checkpoint, NewEvent, Run, Signal, SignalDecision
+from runner.names import EffectKind, EventType, SignalKind, SignalStatus, StepId
+from runner.signals import Verdict
+from runner.views import RunStatus
+from runner.workflow import Outcome, transition
+
+
+def answer(run: Run, signal: Signal, verdict: Verdict, *, spec_sha256: str | None,
+           history: Sequence[Checkpoint], approval_timeout: float | None, now: float,
+           status: RunStatus | None = None) -> Change:
+    """The change answering ``signal`` as ``verdict`` decided: a refusal, a status reply
+    (``status``: the run's, read when ``needs_status`` says so), a budget raise or an accepted
+    transition. A wait the answer enters gets its deadline from ``wait_deadline``
+    (``approval_timeout``: the service's default)."""
+    if not verdict.accepted:
+        return refusal(run, signal, verdict)
+    if signal.kind is SignalKind.BUDGET:
+        change, taken = budget_raise(run, signal, verdict, spec_sha256=spec_sha256,
+                                     history=history)
+    elif verdict.outcome is None:  # a status request: answered, nothing moves
+        assert status is not None, "a status request is answered with the status"
+        return status_reply(run, signal, verdict, status)
+    else:
+        change, taken = acceptance(
+            run, signal, verdict.outcome, spec_sha256=spec_sha256, history=history,
+            effects=acknowledgement(run, signal, "eyes"))
+    if taken is not None:  # it entered a state: a wait there gets its deadline
+        change = replace(change, deadline=wait_deadline(change.state, history,
+                                                        default=approval_timeout, now=now))
+    return change
+
+
+def needs_status(signal: Signal, verdict: Verdict) -> bool:
+    """Whether answering ``signal`` takes the run's status: an accepted status request."""
+    return verdict.accepted and verdict.outcome is None and signal.kind is not SignalKind.BUDGET
+
+
+def defer(run: Run, limits: Limits, *, now: float,
+          jitter: Callable[[float, float], float] = random.uniform) -> Change:
+    """The forge could not say who may signal (an outage, a rate limit): the signal stays
+    pending and the run is asked again after a backoff. Never a failure of the run: an outage
+    says nothing about the work."""
+    delay = backoff(2, limits.backoff_base, limits.backoff_max, jitter=jitter)
+    return unchanged(run, ready_at=now + delay)
+
+
+def time_out(run: Run) -> Change:
+    """A spec nobody approved or sent back before its deadline: a human decides."""
+    return stop(run, Outcome.TIMED_OUT, approval_timed_out_reason(),
+                [NewEvent(EventType.APPROVAL_TIMED_OUT, step=run.step)])
+
+
+def answer_untrusted(run: Run, signal: Signal, error: CorruptRecord) -> Change:
+    """A signal to a stopped run whose history is corrupt: a cancel ends the run; any other is
+    refused (nothing can be retried on untrusted history)."""
+    if signal.kind is SignalKind.CANCEL:
+        return stop(run, Outcome.CANCELLED, f"cancelled by {signal.author}", [],
+                    signal=SignalDecision(signal.id, SignalStatus.ACCEPTED, "cancelled"))
+    return unchanged(run, signal=SignalDecision(
+        signal.id, SignalStatus.REFUSED, f"history cannot be trusted: {error}"))
+
+
+def answer_name(signal: Signal) -> str:
+    """The name of a signal's reply or reaction: one per signal, whatever its text."""
+    return f"{signal.kind.value}.{sha256_hex(signal.id)[:12]}"
+
+
+def refusal(run: Run, signal: Signal, verdict: Verdict) -> Change:
+    """A refused signal: its one reply, saying why, and the run stays where it is."""
+    assert verdict.refusal is not None
+    reply = effect(run, EffectKind.REPLY, f"reply.{answer_name(signal)}", {
+        "run": run.id, "signal": signal.id, "author": signal.author,
+        "refusal": verdict.refusal.value, "params": dict(verdict.params),
+        "in_reply_to": signal.payload.get("comment"),
+    })
+    return unchanged(run, events=(NewEvent(
+        EventType.SIGNAL_REFUSED, step=run.step,
+        data={"signal": signal.id, "kind": signal.kind.value, "author": signal.author,
+              "refusal": verdict.refusal.value, "params": dict(verdict.params)}),),
+        effects=(reply.intent(),),
+        signal=SignalDecision(signal.id, SignalStatus.REFUSED, verdict.reason))
+
+
+def status_reply(run: Run, signal: Signal, verdict: Verdict, status: RunStatus) -> Change:
+    """A status request: answered with the status, and nothing moves."""
+    reply = effect(run, EffectKind.REPLY, f"reply.{answer_name(signal)}", {
+        "run": run.id, "signal": signal.id, "author": signal.author,
+        "status": {"state": status.state, "step": status.step,
+                   "completed": status.completed_steps, "reason": status.reason,
+                   "next_action": status.next_action.to_dict(),
+                   "usage": {k: v for k, v in status.usage.items() if k != "steps"}},
+        "in_reply_to": signal.payload.get("comment"),
+    })
+    return unchanged(run, effects=(reply.intent(),),
+                     signal=SignalDecision(signal.id, SignalStatus.ACCEPTED, verdict.reason))
+
+
+def acknowledgement(run: Run, signal: Signal, content: str) -> tuple[EffectRequest, ...]:
+    """A reaction on the comment that carried an accepted signal (none without a comment)."""
+    if signal.payload.get("comment") is None:
+        return ()
+    return (effect(run, EffectKind.REACTION, f"ack.{answer_name(signal)}", {
+        "run": run.id, "signal": signal.id, "content": content,
+        "comment": signal.payload["comment"]}),)
+
+
+def _accepted_event(run: Run, signal: Signal) -> NewEvent:
+    return NewEvent(EventType.SIGNAL_ACCEPTED, step=run.step, data={
+        "signal": signal.id, "kind": signal.kind.value, "author": signal.author})
+
+
+def budget_raise(run: Run, signal: Signal, verdict: Verdict, *, spec_sha256: str | None,
+                 history: Sequence[Checkpoint]) -> tuple[Change, list[str] | None]:
+    """A raise by someone allowed: recorded as a ``BUDGET_RAISED`` event (the run's budget is
+    its recorded one plus its raises); a run its budget stopped resumes its step."""
+    raised = NewEvent(EventType.BUDGET_RAISED, step=run.step, data={
+        "limit": verdict.params["limit"], "add": verdict.params["add"], "by": signal.author,
+        "signal": signal.id})
+    effects = acknowledgement(run, signal, "+1")
+    if verdict.outcome is not None:
+        return acceptance(run, signal, verdict.outcome, spec_sha256=spec_sha256,
+                          history=history, effects=effects, extra=(raised,))
+    return unchanged(
+        run, events=(_accepted_event(run, signal), raised),
+        effects=tuple(e.intent() for e in effects),
+        signal=SignalDecision(signal.id, SignalStatus.ACCEPTED, "accepted: budget raised"),
+    ), None
+
+
+def acceptance(run: Run, signal: Signal, outcome: Outcome, *, spec_sha256: str | None,
+               history: Sequence[Checkpoint], effects: Sequence[EffectRequest],
+               extra: Sequence[NewEvent] = ()) -> tuple[Change, list[str] | None]:
+    """An accepted signal's transition, with the steps completed after it, or None when the
+    run stays in its step (a cancel, a raise that resumes nothing). A wait it enters has no
+    deadline yet: ``answer`` sets it."""
+    accepted = _accepted_event(run, signal)
+    decision = SignalDecision(signal.id, SignalStatus.ACCEPTED, f"accepted: {outcome.value}")
+    if outcome is Outcome.CANCELLED:
+        return stop(run, outcome, f"cancelled by {signal.author}", [accepted], effects=effects,
+                    signal=decision), None
+    target = transition(run.state, outcome, step=run.step_id)
+    taken = [c.step for c in history]
+    checkpoint = None
+    events = [accepted, *extra]
+    artifacts: dict[str, bytes] = {}
+    if outcome is Outcome.APPROVED:
+        assert spec_sha256 is not None
+        checkpoint = Checkpoint(run.id, run.step, run.attempt, {"spec": spec_sha256}, {
+            "outcome": outcome.value, "signal": signal.id, "by": signal.author,
+            "approved": spec_sha256})
+        events.append(NewEvent(EventType.SPEC_APPROVED, step=run.step,
+                               data={"sha256": spec_sha256, "by": signal.author}))
+        artifacts["approved-spec.sha256"] = f"{spec_sha256}\n".encode()
+    elif outcome is Outcome.CHANGES_REQUESTED:
+        message = str(signal.payload.get("message", ""))
+        checkpoint = Checkpoint(run.id, run.step, run.attempt, {"spec": spec_sha256}, {
+            "outcome": outcome.value, "signal": signal.id, "by": signal.author,
+            "changes_requested": message})
+        events.append(NewEvent(EventType.CHANGES_REQUESTED, step=run.step,
+                               data={"message": message, "by": signal.author,
+                                     "spec": spec_sha256}))
+    else:
+        events.append(NewEvent(EventType.RUN_RESUMED, step=run.step,
+                               data={"by": signal.author, "to": target.value}))
+    if checkpoint is not None:
+        taken.append(checkpoint.step)
+    step = str(StepId.next_for(target.value, taken))
+    events.append(entry_event(target, step, None))
+    return Change(
+        version=run.version, state=target, step=step, attempt=1, events=tuple(events),
+        checkpoint=checkpoint, artifacts=artifacts,
+        effects=tuple(e.intent() for e in effects), signal=decision,
+    ), taken
