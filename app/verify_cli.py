@@ -11,35 +11,25 @@ execution error (one line on stderr, nothing left behind); 3 when nothing verifi
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import json
 import os
 import sys
-from collections.abc import Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from app.settings import child_environment
-from plumbing.git import Git, GitError
-from runner.config import RepositoryConfig, parse_repository_config
+from plumbing.git import GitError
+from runner.config import read_repository_config
 from runner.sandbox import Sandbox, SandboxUnavailable
-from verification.changes import (
-    ChangesError,
-    changed_files,
-    checkout,
-    default_base,
-    diff_stat,
-    merge_base,
-    open_repository,
-    resolve_revision,
-)
-from verification.config import CONFIG_PATH, ConfigError, check_config_size, read_config_file
+from verification.changes import ChangesError, default_base, open_repository, resolve_revision
+from verification.config import CONFIG_PATH, ConfigError
 from verification.evidence import EvidenceBundle, build_bundle, render_markdown
-from verification.execute import CheckResult, execute_plan
+from verification.execute import CheckResult
 from verification.explain import render_text
-from verification.plan import Plan, PlanResult, plan_change
-from verification.tree import GitRevisionTree, GitTree, Tree, TreeError
+from verification.pipeline import Candidate, Verification, plan_verification
+from verification.plan import Plan, PlanResult
+from verification.tree import TreeError
 
 # Exit statuses of `ratchet verify`.
 EXIT_PASSED = 0  # every planned check passed, or nothing needed checking
@@ -96,20 +86,19 @@ def run_verify(args: argparse.Namespace, sandbox: Sandbox) -> int:
         repo = open_repository(args.repo)
         base = resolve_revision(repo, args.base) if args.base else default_base(repo)
         head = resolve_revision(repo, args.head) if args.head else None
-        changed = changed_files(repo, base, head)
-        tree: Tree = GitRevisionTree(repo, head) if head else GitTree(repo)
-        start = GitRevisionTree(repo, merge_base(repo, base, head))
-        config = read_config(repo, head)
-        result = plan_change(changed, tree, config.verify, base=start)
+        candidate = Candidate.between(repo, base, head)
+        config = read_repository_config(repo, head)
+        verification = plan_verification(candidate, config.verify)
     except (ChangesError, ConfigError, TreeError, GitError) as exc:
         return _error(exc)
-    plan = result.plan
+    plan = verification.plan
     _progress(
-        f"{len(changed)} changed files; {len(plan.checks)} checks planned ({plan.sha256[:12]})"
+        f"{len(candidate.changed)} changed files; {len(plan.checks)} checks planned"
+        f" ({plan.sha256[:12]})"
     )
     planned_status = EXIT_UNVERIFIED if plan.nothing_verifies else EXIT_PASSED
     if args.explain:
-        _print_explanation(result, as_json=args.json)
+        _print_explanation(verification.planned, as_json=args.json)
         return planned_status
     if args.plan_only:
         if args.json:
@@ -121,8 +110,7 @@ def run_verify(args: argparse.Namespace, sandbox: Sandbox) -> int:
         return planned_status
 
     try:
-        results, root = run_checks(repo, head, plan, config, sandbox)
-        bundle = build_bundle(plan, results, diff_stat=diff_stat(repo, base, head), root=root)
+        bundle = run_checks(verification, sandbox)
         if args.bundle is not None:
             bundle = write_bundle(args.bundle, bundle)
     except (ChangesError, GitError, SandboxUnavailable, OSError) as exc:
@@ -139,28 +127,11 @@ def run_verify(args: argparse.Namespace, sandbox: Sandbox) -> int:
     return EXIT_PASSED if bundle.conclusion == "success" else EXIT_FAILED
 
 
-def run_checks(repo: Git, head: str | None, plan: Plan, config: RepositoryConfig,
-                sandbox: Sandbox) -> tuple[list[CheckResult], str]:
-    """Run the plan's checks in the working tree, or in a temporary worktree of `head`; return
-    the results and the folder they ran in (tools print absolute paths beneath it).
-
-    Nothing to run means no sandbox and no worktree at all.
-    """
-    if plan.is_empty:
-        return [], str(repo.work_tree)
-    sandbox.check()
-    network = config.verify.network
-
-    def confine(argv: Sequence[str], *, cwd: Path, writable: Sequence[Path]) -> list[str]:
-        return sandbox.command(argv, cwd=cwd, writable=writable, network=network)
-
-    workdir = checkout(repo, head) if head else contextlib.nullcontext(repo)
-    with workdir as checked_out:
-        root = checked_out.work_tree
-        assert root is not None
-        results = execute_plan(plan, root, on_result=_Progress(len(plan.checks)),
-                               confine=confine, env=child_environment(os.environ))
-        return results, str(root)
+def run_checks(verification: Verification, sandbox: Sandbox) -> EvidenceBundle:
+    """Run a planned verification as `ratchet verify` does: with this process's environment
+    (less Ratchet's settings), one progress line on stderr per finished check."""
+    return verification.run(sandbox, env=child_environment(os.environ),
+                            on_result=_Progress(len(verification.plan.checks)))
 
 
 def _error(exc: BaseException) -> int:
@@ -204,52 +175,6 @@ class _Progress:
 
 def _progress(message: str) -> None:
     print(f"ratchet verify: {message}", file=sys.stderr, flush=True)
-
-
-def read_config(repo: Git, head: str | None) -> RepositoryConfig:
-    """The repository config at commit `head`, or in the working tree when `head` is None.
-
-    A missing file gives the defaults. Read as bytes, not through `Tree.read_text` (None for a
-    file it cannot decode or that is too large): a config that is present but not UTF-8, over
-    the size cap, a symlink or not a file is a ConfigError naming it, never the defaults.
-    """
-    if head is not None:
-        data = _read_config_blob(repo, head)
-    else:
-        assert repo.work_tree is not None, "the working tree's config needs a work tree"
-        data = read_config_file(repo.work_tree)
-    return RepositoryConfig() if data is None else parse_repository_config(data)
-
-
-def _read_config_blob(repo: Git, revision: str) -> bytes | None:
-    """The config's bytes at `revision`, None when it has none; a blob over the cap is not read.
-
-    `git ls-tree` gives the entry's mode and size first. Listing the parent folders too shows
-    one that is not a folder there (a symlink, a file): git lists a folder's entries instead.
-    """
-    parents = [p.as_posix() for p in reversed(PurePosixPath(CONFIG_PATH).parents) if p.name]
-    wanted = {*parents, CONFIG_PATH}
-    try:
-        listing = repo("ls-tree", "--full-tree", "-l", "-z", revision, "--", *parents, CONFIG_PATH)
-        for entry in listing.split(b"\0"):
-            meta, _, raw_name = entry.partition(b"\t")
-            name = os.fsdecode(raw_name)
-            if name not in wanted:
-                continue  # a sibling inside a parent folder
-            mode, _kind, blob, size = meta.decode("ascii").split()
-            if name != CONFIG_PATH or mode not in {"100644", "100755"}:
-                what = "a symlink or not a file" if name == CONFIG_PATH else "not a folder"
-                raise ConfigError(
-                    CONFIG_PATH,
-                    None,
-                    "",
-                    f"{name} is {what} at {revision}; commit the config as a regular file",
-                )
-            check_config_size(int(size))
-            return repo("cat-file", "blob", blob)
-    except GitError as exc:
-        raise ConfigError(CONFIG_PATH, None, "", f"cannot read it at {revision}: {exc}") from exc
-    return None
 
 
 def _plan_json(plan: Plan) -> dict[str, Any]:

@@ -20,11 +20,11 @@ from github.events import (
     PullRequestReviewEvent,
     WebhookEvent,
 )
+from runner.checkruns import VERIFY_CHECK, CheckRunId
 from runner.names import SignalKind
 
 # Branches Ratchet's runs push (``ratchet/issue-<n>``): a person's push there is verified.
 RUN_BRANCH_PREFIX = "ratchet/"
-VERIFY_CHECK = "ratchet/verify"
 
 
 @dataclass(frozen=True)
@@ -202,13 +202,12 @@ def _check_run(event: CheckRunEvent, settings: RouteSettings) -> Intent:
     check = event.check_run
     if settings.app_id is not None and (check.app is None or check.app.id != settings.app_id):
         return Ignore("another app's check run")
-    run_id, _, rest = (check.external_id or "").partition(":")
     if event.action == "requested_action" and event.requested_action is not None:
-        if event.requested_action.identifier != "approve" or not rest:
+        named = CheckRunId.parse(check.external_id or "")
+        if event.requested_action.identifier != "approve" or named is None:
             return Ignore(f"unknown action {event.requested_action.identifier!r}")
-        spec_prefix = rest.rsplit(":", 1)[-1]  # <run>:ratchet/spec:<commit>:<spec hash>
         return Signal(event.repository.clone_url, 0, SignalKind.APPROVE, event.sender.login,
-                      {"hash": spec_prefix, "check_run": check.id}, run_id=run_id)
+                      {"hash": named.spec, "check_run": check.id}, run_id=named.run_id)
     if event.action == "rerequested":
         return _rerun(event)
     return Ignore(f"check_run.{event.action} is not used")

@@ -13,11 +13,13 @@ from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
+from plumbing.git import Git
 from verification.config import (
     CONFIG_PATH,
     ConfigModel,
     VerifyConfig,
     parse_config,
+    read_config_at,
     read_config_file,
 )
 
@@ -159,6 +161,14 @@ def load_repository_config(repo_root: Path) -> RepositoryConfig:
     schema.
     """
     data = read_config_file(repo_root)
+    return RepositoryConfig() if data is None else parse_repository_config(data)
+
+
+def read_repository_config(git: Git, revision: str | None) -> RepositoryConfig:
+    """The config at commit `revision` of `git` (its work tree's when None); a missing file
+    gives the defaults. Raises ConfigError as `read_config_at` and `parse_repository_config`
+    do: a config that is present but unusable is never read as the defaults."""
+    data = read_config_at(git, revision)
     return RepositoryConfig() if data is None else parse_repository_config(data)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from runner.agents.command import parse_template
 from runner.agents.presets import preset
-from runner.config import parse_repository_config
+from runner.config import read_repository_config
 from runner.errors import RatchetError
 from runner.ledger.records import NewRun, NewSignal, Run, Signal
 from runner.ledger.store import Store
@@ -25,7 +25,7 @@ from runner.names import SignalKind
 from runner.tracking import tracking_edit, with_first_edit
 from runner.workflow import State
 from runner.workspace import Workspaces
-from verification.config import CONFIG_PATH, ConfigError
+from verification.config import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -96,11 +96,8 @@ def check_agent(agent_command: str | None, agent: str | None, *,
 
 def check_config(workspaces: Workspaces, repo_url: str, base: str) -> None:
     """Refuse a run whose repository config at ``base`` is unusable, before it exists."""
-    data = workspaces.read_file(repo_url, base, CONFIG_PATH)
-    if data is None:
-        return
     try:
-        parse_repository_config(data)
+        read_repository_config(workspaces.mirror(repo_url), base)
     except ConfigError as exc:
         raise RatchetError(
             f"the repository config at {base[:12]} is invalid: {exc}; fix it on the base"

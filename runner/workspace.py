@@ -223,11 +223,9 @@ class Workspaces:
                 return line.removeprefix("ref: refs/heads/").removesuffix("\tHEAD")
         return None
 
-    def read_file(self, repo_url: str, rev: str, path: str) -> bytes | None:
-        """The bytes of ``path`` at commit ``rev`` of the repository (fetched), or None."""
-        mirror = self._mirror_path(_normalise_url(repo_url))
-        result = Git(git_dir=mirror).run("cat-file", "blob", f"{rev}:{path}", check=False)
-        return result.stdout if result.returncode == 0 else None
+    def mirror(self, repo_url: str) -> Git:
+        """Ratchet's git for the repository's mirror (fetched by ``resolve``), to read commits."""
+        return Git(git_dir=self._mirror_path(_normalise_url(repo_url)))
 
     def _mirror_path(self, url: str) -> Path:
         return self._mirrors / _mirror_name(url)

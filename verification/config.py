@@ -29,6 +29,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from plumbing.files import UnsafePath, read_beneath
+from plumbing.git import Git, GitError
 
 # Where the configuration lives, relative to the repository root.
 CONFIG_PATH = ".github/ratchet.yml"
@@ -212,6 +213,44 @@ def read_config_file(repo_root: Path) -> bytes | None:
         raise ConfigError(
             CONFIG_PATH, None, "", f"cannot open the repository folder {repo_root}: {exc}"
         ) from exc
+
+
+def read_config_at(git: Git, revision: str | None) -> bytes | None:
+    """The bytes of `.github/ratchet.yml` at commit `revision`, or in `git`'s work tree when
+    `revision` is None (`read_config_file`); None when there is none.
+
+    Read as bytes, never as the defaults for a config that is present but cannot be used: a
+    symlink, a folder or anything but a regular file there, or a parent that is not a folder,
+    is a ConfigError naming it. `git ls-tree` gives the entry's mode and size first, so a blob
+    over `MAX_CONFIG_BYTES` is never read; listing the parent folders too shows one that is
+    not a folder (git lists a folder's entries instead).
+    """
+    if revision is None:
+        assert git.work_tree is not None, "the work tree's config needs a work tree"
+        return read_config_file(git.work_tree)
+    parents = [p.as_posix() for p in reversed(PurePosixPath(CONFIG_PATH).parents) if p.name]
+    wanted = {*parents, CONFIG_PATH}
+    try:
+        listing = git("ls-tree", "--full-tree", "-l", "-z", revision, "--", *parents, CONFIG_PATH)
+        for entry in listing.split(b"\0"):
+            meta, _, raw_name = entry.partition(b"\t")
+            name = os.fsdecode(raw_name)
+            if name not in wanted:
+                continue  # a sibling inside a parent folder
+            mode, _kind, blob, size = meta.decode("ascii").split()
+            if name != CONFIG_PATH or mode not in {"100644", "100755"}:
+                what = "a symlink or not a file" if name == CONFIG_PATH else "not a folder"
+                raise ConfigError(
+                    CONFIG_PATH,
+                    None,
+                    "",
+                    f"{name} is {what} at {revision}; commit the config as a regular file",
+                )
+            check_config_size(int(size))
+            return git("cat-file", "blob", blob)
+    except GitError as exc:
+        raise ConfigError(CONFIG_PATH, None, "", f"cannot read it at {revision}: {exc}") from exc
+    return None
 
 
 def check_config_size(size: int, *, path: str = CONFIG_PATH) -> None:

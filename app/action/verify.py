@@ -1,9 +1,9 @@
 """Verify mode: the verification plan of a pull request, push, merge group or dispatched head,
 with its evidence where a reviewer looks.
 
-The plan and its execution are ``ratchet verify``'s (``app/verify_cli.py``): changed files
-from ``base...head``, the repository config at the head (or the ``config`` input), checks in the
-sandbox in a temporary worktree of the head. The evidence goes to:
+The plan and its execution are ``ratchet verify``'s (``verification/pipeline.py``): changed
+files from ``base...head``, the repository config at the head (or the ``config`` input), checks
+in the sandbox in a temporary worktree of the head. The evidence goes to:
 
 - the step summary (plan, per-check status and time, failing checks with their log tails);
 - annotations as workflow commands, errors first (the runner shows 10 per level and step);
@@ -33,7 +33,6 @@ from app.verify_cli import (
     EXIT_PASSED,
     EXIT_UNVERIFIED,
     EXIT_USAGE,
-    read_config,
     run_checks,
     write_bundle,
 )
@@ -46,36 +45,24 @@ from github.repository import RepoAPI, RepoTarget
 from github.words import GITHUB_WORDS
 from plumbing.files import UnsafePath, read_beneath
 from plumbing.git import Git, GitError
-from runner.config import RepositoryConfig, parse_repository_config
+from runner.checkruns import VERIFY_CHECK, CheckRunId
+from runner.config import RepositoryConfig, parse_repository_config, read_repository_config
 from runner.effects import EffectRequest
 from runner.names import EffectKind
 from runner.sandbox import SandboxUnavailable
-from runner.steps.review import VERIFY_CHECK
 from runner.steps.verify import check_run_output
-from verification.changes import (
-    ChangesError,
-    changed_files,
-    default_base,
-    diff_stat,
-    merge_base,
-    open_repository,
-    resolve_revision,
-)
+from verification.changes import ChangesError, default_base, open_repository, resolve_revision
 from verification.config import MAX_CONFIG_BYTES, ConfigError
-from verification.evidence import (
-    EvidenceBundle,
-    build_bundle,
-    render_markdown,
-    render_workflow_commands,
-)
-from verification.plan import plan_change
-from verification.tree import GitRevisionTree, TreeError
+from verification.evidence import EvidenceBundle, render_markdown, render_workflow_commands
+from verification.pipeline import Candidate, plan_verification
+from verification.tree import TreeError
 
 log = logging.getLogger(__name__)
 
 EXIT_BY_CONCLUSION = {"success": EXIT_PASSED, "failure": EXIT_FAILED, "neutral": EXIT_UNVERIFIED}
-# The check run's external_id names the head: one check run per head, whatever the attempts.
-EXTERNAL_ID = "ratchet-action:" + VERIFY_CHECK + ":{head}"
+# The check run's external_id names no run but the head: one check run per head, whichever
+# job or attempt made it.
+ACTION_RUN = "ratchet-action"
 FETCH_HINT = ("the checkout lacks it: check out with `actions/checkout` and `fetch-depth: 0`"
               " (or give the `base` and `head` inputs)")
 
@@ -117,14 +104,13 @@ def _verify(env: ActionEnv, settings: Settings,
     repo = open_repository(env.workspace)
     base = _resolve(repo, revisions.base) if revisions.base else default_base(repo)
     head = _resolve(repo, revisions.head or "HEAD")
-    changed = changed_files(repo, base, head)
-    start = GitRevisionTree(repo, merge_base(repo, base, head))
+    candidate = Candidate.between(repo, base, head)
     config = _config(env, repo, head)
-    plan = plan_change(changed, GitRevisionTree(repo, head), config.verify, base=start).plan
+    verification = plan_verification(candidate, config.verify)
+    plan = verification.plan
     log.info("verify %s...%s: %d changed files, %d checks (plan %s)", base[:12], head[:12],
-             len(changed), len(plan.checks), plan.sha256[:12])
-    results, root = run_checks(repo, head, plan, config, settings.sandbox_policy())
-    bundle = build_bundle(plan, results, diff_stat=diff_stat(repo, base, head), root=root)
+             len(candidate.changed), len(plan.checks), plan.sha256[:12])
+    bundle = run_checks(verification, settings.sandbox_policy())
     folder = _bundle_dir(env)
     shutil.rmtree(folder, ignore_errors=True)
     return write_bundle(folder, bundle), head
@@ -141,7 +127,7 @@ def _config(env: ActionEnv, repo: Git, head: str) -> RepositoryConfig:
     """The ``config`` input's file in the workspace, else ``.github/ratchet.yml`` at the head."""
     name = env.inputs.config
     if not name:
-        return read_config(repo, head)
+        return read_repository_config(repo, head)
     try:
         data = read_beneath(env.workspace, name, limit=MAX_CONFIG_BYTES)
     except UnsafePath as exc:
@@ -179,7 +165,8 @@ def _publish_check_run(env: ActionEnv, settings: Settings, bundle: EvidenceBundl
         f"action-{env.run_id}:{step}:verify-check", f"action-{env.run_id}", step,
         EffectKind.CHECK_RUN, {
             "run": f"action-{env.run_id}", "name": VERIFY_CHECK, "head_sha": head,
-            "external_id": EXTERNAL_ID.format(head=head), "conclusion": bundle.conclusion,
+            "external_id": str(CheckRunId(ACTION_RUN, VERIFY_CHECK, head)),
+            "conclusion": bundle.conclusion,
             "output": check_run_output(bundle),
         })
     try:

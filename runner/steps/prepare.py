@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from runner.budget import Budget
-from runner.config import RepositoryConfig, load_repository_config, parse_repository_config
+from runner.config import read_repository_config
 from runner.errors import DeterministicFailure
 from runner.ledger.records import NewEvent
 from runner.names import EventType
 from runner.steps.base import StepInput, StepResult, StepServices
 from runner.workflow import PULL_REQUEST_WORKFLOW, Outcome
-from verification.config import CONFIG_PATH, ConfigError
+from verification.config import ConfigError
 
 
 def prepare(inp: StepInput, services: StepServices) -> StepResult:
@@ -20,11 +20,8 @@ def prepare(inp: StepInput, services: StepServices) -> StepResult:
     """
     pull_request = inp.run.workflow == PULL_REQUEST_WORKFLOW
     try:
-        if pull_request:
-            data = services.workspaces.read_file(inp.run.repo, inp.diff_base, CONFIG_PATH)
-            config = RepositoryConfig() if data is None else parse_repository_config(data)
-        else:
-            config = load_repository_config(inp.worktree)
+        config = read_repository_config(services.workspaces.git(inp.worktree),
+                                        inp.diff_base if pull_request else inp.base)
     except ConfigError as exc:
         raise DeterministicFailure(
             f"repository config is invalid: {exc}; fix it on the base branch and start a new run"

@@ -17,13 +17,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from runner.checkruns import SPEC_CHECK, CheckRunId
 from runner.effects import EffectRequest
 from runner.names import EffectKind
 from runner.results import branch_head
 from runner.steps.base import StepInput, StepServices
-
-SPEC_CHECK = "ratchet/spec"
-VERIFY_CHECK = "ratchet/verify"
 
 
 @dataclass(frozen=True)
@@ -67,7 +65,7 @@ def open_review(inp: StepInput, services: StepServices, *, spec_text: str,
     check = inp.effect(EffectKind.CHECK_RUN, "spec-check", {
         "run": inp.run.id, "name": SPEC_CHECK, "head_sha": commit,
         # The spec's hash in the id: its "Approve spec" button approves exactly this spec.
-        "external_id": f"{inp.run.id}:{SPEC_CHECK}:{commit}:{spec_sha256[:12]}",
+        "external_id": str(CheckRunId.for_spec(inp.run.id, commit, spec_sha256)),
         "conclusion": "action_required",
         "review": {"spec_sha256": spec_sha256},
         "actions": [{"identifier": "approve", "label": "Approve spec",

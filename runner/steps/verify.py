@@ -8,13 +8,12 @@ passed on the same tree is reused by a rerun.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from plumbing.files import printable_path
 from runner.canonical import sha256_hex
+from runner.checkruns import VERIFY_CHECK, CheckRunId
 from runner.ledger.records import NewEvent
 from runner.names import EffectKind, EventType
 from runner.steps.base import (
@@ -24,12 +23,12 @@ from runner.steps.base import (
     ensure_tree,
     restore_tree,
 )
-from runner.steps.review import VERIFY_CHECK, push_commit, trailers
+from runner.steps.review import push_commit, trailers
 from runner.workflow import PULL_REQUEST_WORKFLOW, Outcome, State, verify_outcome
-from verification.evidence import EvidenceBundle, build_bundle, render_check_run
-from verification.execute import CheckResult, execute_plan
-from verification.plan import Plan, build_plan
-from verification.tree import GitRevisionTree, GitTree
+from verification.evidence import EvidenceBundle, render_check_run
+from verification.execute import CheckResult
+from verification.pipeline import Candidate, plan_verification
+from verification.plan import Plan
 
 STATIC_KINDS = frozenset({"lint", "format", "typecheck"})
 
@@ -42,17 +41,10 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
     since = (workspaces.merge_base(inp.worktree, inp.diff_base, inp.base) if pull_request
              else inp.base)
     changed = workspaces.changed_files(inp.worktree, since)
-    git = workspaces.git(inp.worktree)
-    # The base tree lets a changed lockfile select only the packages whose versions moved.
-    plan = build_plan(changed, GitTree(git), config.verify,
-                      base=GitRevisionTree(git, since))
-    objects = workspaces.repository_objects(inp.worktree)
-
-    def confine(argv: Sequence[str], *, cwd: Path, writable: Sequence[Path]) -> list[str]:
-        return services.settings.sandbox.command(argv, cwd=cwd, writable=writable,
-                                                 readable=(objects,),
-                                                 network=config.verify.network)
-
+    candidate = Candidate(workspaces.git(inp.worktree), since, None, tuple(changed),
+                          diff_stat=_diff_stat(changed))
+    verification = plan_verification(candidate, config.verify)
+    plan = verification.plan
     previous = _passed_results(inp, services)
     persisted = 0
 
@@ -68,15 +60,18 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
         if persisted == 1:
             services.settings.crash.reached("mid_verification", step)
 
+    # A run verifies in the sandbox it was configured with: a host without it fails here even
+    # when nothing is planned, as the agent steps do.
     services.settings.sandbox.check()
-    results = execute_plan(plan, inp.worktree, on_result=persist, reuse=previous.get,
-                           redact=services.settings.redact, env=services.settings.child_env,
-                           confine=confine)
-    ensure_tree(services, inp)  # checks may leave caches behind; the next step starts clean
     artifacts = {"verification/plan.json": plan.to_json().encode()}
-    bundle = build_bundle(plan, results, diff_stat=_diff_stat(changed), artifacts={
-        path: sha256_hex(data) for path, data in artifacts.items()
-    })
+    bundle = verification.run(
+        services.settings.sandbox, readable=(workspaces.repository_objects(inp.worktree),),
+        env=services.settings.child_env, on_result=persist, reuse=previous.get,
+        redact=services.settings.redact,
+        artifacts={path: sha256_hex(data) for path, data in artifacts.items()},
+    )
+    results = list(bundle.results)
+    ensure_tree(services, inp)  # checks may leave caches behind; the next step starts clean
     artifacts["verification/result.json"] = bundle.to_json().encode()
     failing = [r for r in results if r.status != "passed"]
     outcome = verify_outcome(passed=bundle.conclusion == "success",
@@ -107,7 +102,8 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
         effects = (push,)
     check = inp.effect(EffectKind.CHECK_RUN, "verify-check", {
         "run": run.id, "name": VERIFY_CHECK, "head_sha": commit,
-        "external_id": f"{run.id}:{VERIFY_CHECK}:{commit}", "conclusion": bundle.conclusion,
+        "external_id": str(CheckRunId(run.id, VERIFY_CHECK, commit)),
+        "conclusion": bundle.conclusion,
         "output": check_run_output(bundle),
     })
     record = {
