@@ -4,9 +4,10 @@ Records are files in the run's outbox folder, named like a forge's ids (a new na
 created object), so a duplicate would show as a second file. Upserts find their record
 first: the ``tracking`` comment by its name marker, a pull request by branch, a check run by
 ``external_id``; they update it in place and remember every effect key applied to it. The push
-fast-forwards a local branch of the target repository with ``--force-with-lease`` from the head
-the run last decided. Text is rendered from the payload's data with the edge's vocabulary, so
-a local run shows what a forge run would post.
+is the runner's replay (``runner/push.py``, GitHub's too): it fast-forwards a branch of the
+target repository with ``--force-with-lease`` from the head the run last decided, and a git
+failure is classified as it is on GitHub. Text is rendered from the payload's data with the
+edge's vocabulary, so a local run shows what a forge run would post.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from plumbing.files import write_atomic
 from runner.effects import EffectRequest
-from runner.errors import AuthorityFailure, DeterministicFailure
+from runner.errors import DeterministicFailure
 from runner.names import EffectKind
+from runner.push import replay_push
 from runner.render import (
     Vocabulary,
     key_marker,
@@ -31,7 +32,7 @@ from runner.render import (
     render_spec_check,
     render_tracking,
 )
-from runner.workspace import PushRejected, Workspaces
+from runner.workspace import Workspaces
 
 # Folder of each kind of record in the outbox.
 FOLDERS = {
@@ -158,34 +159,7 @@ class LocalSink:
         return record
 
     def _push(self, request: EffectRequest) -> dict[str, Any]:
-        if self.worktree is None:
-            raise DeterministicFailure(f"effect {request.key}: no worktree to push from")
-        payload = request.payload
-        recipe = payload["recipe"]
-        if not self.workspaces.has_commit(self.worktree, recipe["parent"]):
-            # Decided on another host: the parent was pushed from there.
-            self.workspaces.fetch_branch(self.worktree, remote=payload["remote"],
-                                         branch=payload["branch"])
-        commit = self.workspaces.commit(
-            self.worktree, tree=recipe["tree"], parent=recipe["parent"],
-            message=recipe["message"], when=datetime.fromtimestamp(recipe["date"], tz=UTC),
-        )
-        if commit != payload["commit"]:
-            raise DeterministicFailure(
-                f"effect {request.key}: the commit rebuilt from its recipe is {commit}, the"
-                f" decision named {payload['commit']}; the checkpoint or the tree is wrong"
-            )
-        try:
-            self.workspaces.push(self.worktree, remote=payload["remote"], commit=commit,
-                                 branch=payload["branch"], expect=payload.get("expect"))
-        except PushRejected as exc:
-            raise AuthorityFailure(
-                f"branch {payload['branch']} moved under the run (someone else pushed): {exc};"
-                " the run never forces over it. Decide what to keep, then retry or cancel it",
-                evidence={"branch": payload["branch"], "expected": exc.expected,
-                          "actual": exc.actual},
-            ) from exc
-        return {"branch": payload["branch"], "commit": commit}
+        return replay_push(request, workspaces=self.workspaces, worktree=self.worktree)
 
 
 def _json(value: dict[str, Any]) -> str:

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from github.effects import GitHubExecutor
 from github.words import GitHubWords
-from runner.effects import Outbox
-from runner.errors import AuthorityFailure
+from runner.effects import EffectExecutor, EffectRequest, Outbox
+from runner.errors import (
+    AmbiguousFailure,
+    AuthorityFailure,
+    StepFailure,
+    TransientFailure,
+)
 from runner.ledger.records import EffectStatus
+from runner.sink import LocalSink
 from tests.fakes.conftest import OWNER, REPO
 from tests.github.harness import (
     BOT,
@@ -128,3 +136,59 @@ def test_a_commit_decided_on_another_host_is_rebuilt_from_its_recipe(
     Outbox(scene.store, lambda: scene.lease, executor).flush(scene.run_id)
     assert scene.remote_head(RUN_BRANCH) == newer
     assert scene.effect(second.key).resource == {"branch": RUN_BRANCH, "commit": newer}
+
+
+def _protected(scene: Scene) -> EffectRequest:
+    hook = scene.origin.bare / "hooks" / "pre-receive"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text("#!/bin/sh\necho 'protected branch hook declined' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    return push(scene, branch=RUN_BRANCH, expect=None)[0]
+
+
+def _moved(scene: Scene) -> EffectRequest:
+    request, _ = push(scene, branch=RUN_BRANCH, expect=None)
+    scene.origin.push_commit(RUN_BRANCH, {"theirs.txt": "mine\n"})
+    return request
+
+
+def _answer_lost(scene: Scene) -> EffectRequest:
+    scene.workspaces.drop_pushes = 1
+    return push(scene, branch=RUN_BRANCH, expect=None)[0]
+
+
+def _parent_unreachable(scene: Scene) -> EffectRequest:
+    request, _ = push(scene, branch=RUN_BRANCH, expect=None)
+    recipe = {**request.payload["recipe"], "parent": "0" * 40}  # on no host, on no branch
+    return dataclasses.replace(request, payload={**request.payload, "recipe": recipe})
+
+
+@pytest.mark.parametrize("forge", ["github", "local"])
+@pytest.mark.parametrize(
+    ("failure", "expected", "says"),
+    [
+        (_protected, AuthorityFailure, "branch rule or hook protects it"),
+        (_moved, AuthorityFailure, "never forces"),
+        (_answer_lost, AmbiguousFailure, "may or may not have moved"),
+        (_parent_unreachable, TransientFailure, "could not fetch"),
+    ],
+    ids=["protected", "moved", "answer-lost", "parent-unreachable"],
+)
+def test_a_local_push_fails_as_the_github_push_does(
+    scene: Scene,
+    tmp_path: Path,
+    forge: str,
+    failure: Callable[[Scene], EffectRequest],
+    expected: type[StepFailure],
+    says: str,
+) -> None:
+    request = failure(scene)
+    executor: EffectExecutor = (
+        scene.executor()
+        if forge == "github"
+        else LocalSink(tmp_path / "outbox", scene.workspaces, scene.worktree, GitHubWords())
+    )
+    with pytest.raises(StepFailure) as failed:
+        executor.apply(request)
+    assert type(failed.value) is expected
+    assert says in str(failed.value)
