@@ -44,24 +44,6 @@ class PreparedRecord(TreeRecord):
     budget: dict[str, Any] | None = None  # the run's budget, fixed here (runner/budget.py)
 
 
-class OutputRef(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    path: str
-    sha256: str
-
-
-class AgentRecord(TreeRecord):
-    """An agent step: its output artifact, its exit, where it ran, and what it spent."""
-
-    output: OutputRef
-    exit_code: int
-    duration_s: float
-    sandbox: str = "bwrap"
-    usage: dict[str, Any] = {}  # runner/usage.py's record
-    spec_sha256: str | None = None  # specify: the spec under review
-
-
 class FailingCheckRecord(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -80,15 +62,6 @@ class VerifyRecord(TreeRecord):
     results: list[dict[str, Any]]
     failing: list[FailingCheckRecord]
     sandbox: str = "bwrap"
-
-
-class SignalRecord(StepRecord):
-    """A wait answered by a signal: who approved which spec, or asked for what."""
-
-    signal: str
-    by: str
-    approved: str | None = None  # the spec's sha256
-    changes_requested: str | None = None
 
 
 def prepared_result(history: Sequence[Checkpoint]) -> dict[str, Any] | None:

@@ -189,8 +189,8 @@ def _conclude(inp: StepInput, services: StepServices, phase: State, task: AgentT
             errors="replace"), spec_sha256=stored_sha)
         record.update(spec_sha256=stored_sha, commit=review.commit)
         effects = review.effects
-    return StepResult(Outcome.COMPLETED, record=record, tree=tree, patch_sha=patch_sha,
-                      events=events, artifacts=artifacts, effects=effects)
+    return StepResult(Outcome.COMPLETED, record=record, events=events, artifacts=artifacts,
+                      effects=effects)
 
 
 def _prompt_context(

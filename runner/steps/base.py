@@ -4,8 +4,8 @@ A step reads its ``StepInput`` (the run, its checkpointed history and tree, its 
 does its work through ``StepServices`` (the ledger for reading, git, the agent, the sandbox)
 and returns a ``StepResult``: the outcome the workflow table maps, the checkpoint's record,
 events, artifacts, and the effects it decided (sent after the session commits them). A new
-tree flows back only through the result. A step that did not complete raises a
-``StepFailure`` subclass.
+tree flows back only through the record (its ``tree`` and ``patch``, read by the next step's
+input). A step that did not complete raises a ``StepFailure`` subclass.
 """
 
 from __future__ import annotations
@@ -105,8 +105,6 @@ class StepInput:
 class StepResult:
     outcome: Outcome
     record: Mapping[str, Any] = field(default_factory=dict)  # the checkpoint's result
-    tree: str | None = None  # the worktree's tree after the step (None: unchanged)
-    patch_sha: str | None = None
     events: tuple[NewEvent, ...] = ()
     artifacts: Mapping[str, bytes] = field(default_factory=dict)
     effects: tuple[EffectRequest, ...] = ()

@@ -41,7 +41,6 @@ def prepare(inp: StepInput, services: StepServices) -> StepResult:
         Outcome.VERIFY_ONLY if pull_request else Outcome.COMPLETED,
         record={"config": config.model_dump(mode="json"), "tree": tree, "base": inp.base,
                 "budget": budget.to_dict()},
-        tree=tree,
         events=(NewEvent(EventType.WORKSPACE_PREPARED, step=inp.run.step, revision=inp.base,
                          data={"tree": tree}),),
     )

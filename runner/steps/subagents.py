@@ -243,8 +243,8 @@ def fan_in(inp: StepInput, planned: Planned,
                      data={"output": output.get("path"), "sha256": output.get("sha256"),
                            "tree": inp.tree, "subagents": statuses})
     text = render_fan_in(planned.subagents, results)
-    return StepResult(Outcome.COMPLETED, record=record, tree=inp.tree, patch_sha=inp.patch_sha,
-                      events=(event,), artifacts={FAN_IN: text.encode()})
+    return StepResult(Outcome.COMPLETED, record=record, events=(event,),
+                      artifacts={FAN_IN: text.encode()})
 
 
 def readable_artifacts(inp: StepInput, services: StepServices, folder: Path) -> Path | None:
