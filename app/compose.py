@@ -15,6 +15,7 @@ from runner.engine import Engine
 from runner.errors import AuthorityFailure
 from runner.ledger.records import Run, Signal
 from runner.ledger.store import Store
+from runner.origin import GitHubOrigin
 from runner.session import OnChange
 from runner.signals import Authorization, LocalAuthorizer
 from runner.sink import LocalSink
@@ -33,13 +34,14 @@ def build_engine(store: Store, settings: Settings, *, on_change: OnChange | None
     github = _github_runs(settings, store, workspaces)
 
     def executor_for(run: Run, worktree: Path | None) -> EffectExecutor:
-        if _from_a_forge(run):
+        origin = run.origin
+        if isinstance(origin, GitHubOrigin):
             return github.executor(run, worktree) if github else Unreachable()
-        outbox = run.params.get("outbox") or engine_settings.run_dir(run.id) / "outbox"
+        outbox = origin.outbox or engine_settings.run_dir(run.id) / "outbox"
         return LocalSink(Path(outbox), workspaces, worktree, CLI_WORDS)
 
     def access_for(run: Run) -> RemoteAccess:
-        if not _from_a_forge(run):
+        if not isinstance(run.origin, GitHubOrigin):
             return NO_ACCESS
         if github is None:
             raise AuthorityFailure(NO_APP)
@@ -60,11 +62,6 @@ def _github_runs(settings: Settings, store: Store, workspaces: Workspaces) -> Gi
     return GitHubRuns.from_settings(settings, store, workspaces)
 
 
-def _from_a_forge(run: Run) -> bool:
-    """A run a forge's delivery created (GitHub, the only one) rather than ``ratchet run``."""
-    return run.params.get("forge") is not None
-
-
 @dataclass(frozen=True)
 class RunAuthorizer:
     """Who may signal a run: GitHub answers for a run that came from GitHub, this host's user
@@ -74,7 +71,7 @@ class RunAuthorizer:
     local: LocalAuthorizer = field(default_factory=LocalAuthorizer)
 
     def authorize(self, run: Run, signal: Signal) -> Authorization:
-        if not _from_a_forge(run):
+        if not isinstance(run.origin, GitHubOrigin):
             return self.local.authorize(run, signal)
         if self.github is None:
             raise AuthorityFailure(NO_APP)

@@ -19,6 +19,7 @@ from github.routing import RouteSettings
 from github.words import GITHUB_WORDS
 from runner.ledger.records import Run
 from runner.ledger.store import Store
+from runner.origin import GitHubOrigin
 from runner.workspace import RemoteAccess, Workspaces
 
 log = logging.getLogger(__name__)
@@ -92,9 +93,9 @@ class GitHubRuns:
     def target(self, run: Run) -> RepoTarget:
         """The run's repository, through the installation its delivery named (a plain
         token's client acts through none)."""
-        installation = run.params.get("installation") if self.client.per_installation else None
-        return RepoTarget(str(run.params["owner"]), str(run.params["repo"]),
-                          int(installation) if installation is not None else None)
+        origin = _github_origin(run)
+        return RepoTarget(origin.owner, origin.repo,
+                          origin.installation if self.client.per_installation else None)
 
     def executor(self, run: Run, worktree: Path | None) -> GitHubExecutor:
         target = self.target(run)
@@ -112,5 +113,13 @@ class GitHubRuns:
         client until shortly before it expires; a plain token as it is), handed to that git
         call only."""
         token = self.client.installation_token(self.target(run).installation)
-        config, env = git_credentials(token, remote_url=str(run.params["clone_url"]))
+        config, env = git_credentials(token, remote_url=_github_origin(run).clone_url)
         return RemoteAccess(config, env)
+
+
+def _github_origin(run: Run) -> GitHubOrigin:
+    """Where on GitHub ``run`` came from; ValueError for a run started on a host (the engine
+    sends only GitHub's runs here)."""
+    if not isinstance(run.origin, GitHubOrigin):
+        raise ValueError(f"run {run.id} was not started from GitHub; it has no repository there")
+    return run.origin

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import queue
-import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -35,9 +34,11 @@ from starlette.responses import JSONResponse
 from github.events import parse_event
 from github.routing import Ignore, RouteSettings, Signal, StartRun, VerifyPullRequest, route
 from runner.errors import LedgerUnavailable
+from runner.intake import new_run
 from runner.ledger.records import DeliveryIntake, DeliveryOutcome, NewDelivery, NewRun, SignalFor
 from runner.ledger.store import Store
 from runner.names import SignalKind
+from runner.origin import AgentChoice, GitHubOrigin
 from runner.tracking import with_first_edit
 from runner.workflow import PULL_REQUEST_WORKFLOW
 
@@ -144,35 +145,29 @@ class WebhookReceiver:
         return DeliveryIntake(delivery)
 
     def _new_run(self, start: StartRun) -> NewRun:
-        run_id = f"r-{time.strftime('%Y%m%d')}-{secrets.token_hex(4)}"
-        branch = f"ratchet/issue-{start.issue}"
-        params = {
-            "forge": "github", "owner": start.owner, "repo": start.repo,
-            "installation": start.installation, "clone_url": start.clone_url,
-            "remote": start.clone_url, "branch": branch, "base_branch": start.default_branch,
-            "agent_command": self.config.agent_command, "label": start.label,
-            "started_by": start.author,
-        }
-        new = NewRun(id=run_id, repo=start.clone_url, title=start.title, body=start.body,
-                     issue=start.issue, params=params,
-                     event_data={"title": start.title, "issue": start.issue,
-                                 "by": start.author})
+        origin = GitHubOrigin(
+            owner=start.owner, repo=start.repo, installation=start.installation,
+            clone_url=start.clone_url, base_branch=start.default_branch,
+            agent=AgentChoice(command=self.config.agent_command), label=start.label,
+            started_by=start.author,
+        )
+        new = new_run(origin, repo=start.clone_url, title=start.title, body=start.body,
+                      issue=start.issue,
+                      event_data={"title": start.title, "issue": start.issue,
+                                  "by": start.author})
         return with_first_edit(new, at=time.time())
-
 
     def _verification(self, pull: VerifyPullRequest) -> NewRun:
         """A run that verifies a pull request head: no agent, no push, no comment."""
-        run_id = f"r-{time.strftime('%Y%m%d')}-{secrets.token_hex(4)}"
-        params = {
-            "forge": "github", "owner": pull.owner, "repo": pull.repo,
-            "installation": pull.installation, "clone_url": pull.clone_url,
-            "remote": pull.clone_url, "diff_base": pull.base_sha, "source": pull.source,
-            "started_by": pull.author,
-        }
-        return NewRun(id=run_id, repo=pull.clone_url, title=pull.title,
-                      workflow=PULL_REQUEST_WORKFLOW, pr=pull.number,
-                      base_revision=pull.head_sha, params=params,
-                      event_data={"title": pull.title, "pr": pull.number, "by": pull.author})
+        origin = GitHubOrigin(
+            owner=pull.owner, repo=pull.repo, installation=pull.installation,
+            clone_url=pull.clone_url, diff_base=pull.base_sha, source=pull.source,
+            started_by=pull.author,
+        )
+        return new_run(origin, repo=pull.clone_url, title=pull.title,
+                       workflow=PULL_REQUEST_WORKFLOW, pr=pull.number,
+                       base_revision=pull.head_sha,
+                       event_data={"title": pull.title, "pr": pull.number, "by": pull.author})
 
 
 class DeliveryWriter:

@@ -22,9 +22,7 @@ from github.events import (
 )
 from runner.checkruns import VERIFY_CHECK, CheckRunId
 from runner.names import SignalKind
-
-# Branches Ratchet's runs push (``ratchet/issue-<n>``): a person's push there is verified.
-RUN_BRANCH_PREFIX = "ratchet/"
+from runner.origin import is_run_branch
 
 
 @dataclass(frozen=True)
@@ -140,7 +138,8 @@ def _pull_request(event: PullRequestEvent) -> Intent:
         return Ignore(f"pull_request.{event.action} is not used")
     head_repo = pull.head.repo.full_name if pull.head.repo else None
     if head_repo == repo.full_name:
-        if event.action == "synchronize" and pull.head.ref.startswith(RUN_BRANCH_PREFIX):
+        # A person's push to a run's branch (``runner/origin.py`` names them) is verified.
+        if event.action == "synchronize" and is_run_branch(pull.head.ref):
             source = f"a push by {event.sender.login} to {pull.head.ref}"
         else:
             return Ignore("a pull request from a branch of this repository (its CI verifies it)")

@@ -101,13 +101,12 @@ class Engine:
     # --- defaults ------------------------------------------------------------------------
 
     def _command_agent(self, run: Run) -> Agent:
-        command = run.params.get("agent_command")
-        name = run.params.get("agent_preset")
+        command, name = run.origin.agent.command, run.origin.agent.preset
         if not command and not name:
             command = self.settings.default_agent_command
             name = None if command else self.settings.default_agent
         if name:
-            chosen = preset(str(name))
+            chosen = preset(name)
             return CommandAgent(chosen.templates, env=self.settings.child_env,
                                 sandbox=self.settings.sandbox,
                                 max_output_bytes=self.settings.max_output_bytes,

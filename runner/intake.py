@@ -13,7 +13,9 @@ import logging
 import secrets
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from runner.agents.command import parse_template
 from runner.agents.presets import preset
@@ -22,8 +24,9 @@ from runner.errors import RatchetError
 from runner.ledger.records import NewRun, NewSignal, Run, Signal
 from runner.ledger.store import Store
 from runner.names import SignalKind
+from runner.origin import AgentChoice, LocalOrigin, Origin, new_run_id, run_branch
 from runner.tracking import tracking_edit, with_first_edit
-from runner.workflow import State
+from runner.workflow import PULL_REQUEST_WORKFLOW, State
 from runner.workspace import Workspaces
 from verification.config import ConfigError
 
@@ -32,8 +35,23 @@ log = logging.getLogger(__name__)
 LOCAL = "local"  # the origin of signals from this host's user
 
 
-def new_run_id() -> str:
-    return f"r-{time.strftime('%Y%m%d')}-{secrets.token_hex(4)}"
+def new_run(origin: Origin, *, repo: str, title: str, body: str = "",
+            workflow: str = "issue", issue: int | None = None, pr: int | None = None,
+            base_revision: str | None = None, event_data: Mapping[str, Any] | None = None,
+            runs_root: Path | None = None) -> NewRun:
+    """A new run with a fresh id (``new_run_id``) and, unless it verifies a pull request
+    (it pushes nothing), its branch named (``run_branch``: per ``issue``); a local run's outbox
+    is ``runs_root/<run>/outbox`` when ``runs_root`` is given (fixed here, so every worker on
+    every host uses the same one)."""
+    run_id = new_run_id()
+    named: dict[str, Any] = {}
+    if workflow != PULL_REQUEST_WORKFLOW:
+        named["branch"] = run_branch(run_id, issue=issue)
+    if runs_root is not None and isinstance(origin, LocalOrigin):
+        named["outbox"] = str(runs_root / run_id / "outbox")
+    return NewRun(id=run_id, repo=repo, title=title, body=body, workflow=workflow, issue=issue,
+                  pr=pr, base_revision=base_revision, origin=origin.model_copy(update=named),
+                  event_data=dict(event_data or {}))
 
 
 def create_local_run(
@@ -42,36 +60,31 @@ def create_local_run(
     agent_path: str | None = None,
 ) -> Run:
     """A run for a local git repository, based at its current HEAD; its local outbox is
-    ``runs_root/<run>/outbox`` (fixed here, so every worker on every host uses the same one).
-    Its agent is ``agent_command`` (a template) or ``agent``, a preset whose program must be
-    on ``agent_path`` (the agents' PATH).
+    ``runs_root/<run>/outbox``. Its agent is ``agent_command`` (a template) or ``agent``, a
+    preset whose program must be on ``agent_path`` (the agents' PATH).
 
     Raises ``RatchetError`` for an agent command that is missing or cannot be parsed, for an
     unknown preset or one whose CLI is not installed (with the install hint), and for a
     repository config at the base that cannot be used: no run is created then.
     """
     repo_url = str(repo.resolve())
-    agent_params = check_agent(agent_command, agent, path=agent_path)
+    chosen = check_agent(agent_command, agent, path=agent_path)
     base = workspaces.resolve(repo_url)
     check_config(workspaces, repo_url, base)
-    run_id = new_run_id()
-    branch = f"ratchet/{run_id}"
-    outbox = runs_root / run_id / "outbox"
-    params = {**agent_params, "remote": repo_url, "outbox": str(outbox),
-              "branch": branch, "base_branch": workspaces.head_branch(repo_url) or base}
+    origin = LocalOrigin(agent=chosen, base_branch=workspaces.head_branch(repo_url) or base)
     now = time.time()
-    run = store.create_run(with_first_edit(NewRun(
-        id=run_id, repo=repo_url, title=title, body=body, base_revision=base, params=params,
-        event_data={"title": title},
+    run = store.create_run(with_first_edit(new_run(
+        origin, repo=repo_url, title=title, body=body, base_revision=base,
+        event_data={"title": title}, runs_root=runs_root,
     ), at=now), now=now)
     log.info("run %r created for %r at %r", run.id, repo_url, base)
     return run
 
 
 def check_agent(agent_command: str | None, agent: str | None, *,
-                path: str | None) -> dict[str, str]:
-    """The run's agent parameters, checked before the run exists: a template that parses, or a
-    known preset whose program is installed."""
+                path: str | None) -> AgentChoice:
+    """The run's agent, checked before the run exists: a template that parses, or a known
+    preset whose program is installed."""
     if agent_command and agent:
         raise RatchetError("give an agent command template or a preset, not both")
     if agent:
@@ -81,7 +94,7 @@ def check_agent(agent_command: str | None, agent: str | None, *,
             raise RatchetError(str(exc)) from None
         if shutil.which(chosen.program, path=path) is None:
             raise RatchetError(chosen.install_hint)
-        return {"agent_preset": chosen.name}
+        return AgentChoice(preset=chosen.name)
     if not agent_command:
         raise RatchetError(
             "no agent command: give one (the run's agent command template), for example"
@@ -91,7 +104,7 @@ def check_agent(agent_command: str | None, agent: str | None, *,
         parse_template(agent_command)
     except ValueError as exc:
         raise RatchetError(str(exc)) from None
-    return {"agent_command": agent_command}
+    return AgentChoice(command=agent_command)
 
 
 def check_config(workspaces: Workspaces, repo_url: str, base: str) -> None:

@@ -194,7 +194,7 @@ class Session:
     def _resolve_base(self, run: Run) -> Run:
         """A run created from a forge event names its base branch, not a commit (no forge
         call happens while a webhook is answered): fetch it and record the commit once."""
-        branch = str(run.params.get("base_branch") or "HEAD")
+        branch = run.origin.base_branch or "HEAD"
         base = self.parts.workspaces.resolve(run.repo, branch,
                                              access=self.parts.access_for(run))
         return self._commit(run, changes.unchanged(run, base_revision=base, events=(NewEvent(

@@ -109,7 +109,7 @@ def tracking_edit(run: Run, *, state: State, step: str, reason: str | None,
     key gets that suffix."""
     after = replace(run, state=state, step=step, reason=reason)
     view = tracking_view(after, completed, spec_sha256=spec_sha256,
-                         branch=str(run.params.get("branch") or f"ratchet/{run.id}"), at=at,
+                         branch=run.branch, at=at,
                          failure=failure, usage=usage, budget_stop=budget_stop,
                          subagents=subagents)
     return EffectRequest(tracking_key(run.id, step, state, again), run.id, step,
@@ -129,7 +129,7 @@ def with_first_edit(new: NewRun, *, at: float) -> NewRun:
         issue=new.issue, pr=new.pr, state=State.QUEUED, step=new.step, attempt=1, version=1,
         lease_owner=None, lease_epoch=0, lease_expires_at=None,
         base_revision=new.base_revision, head_revision=None, ready_at=None, deadline=None,
-        reason=None, params=dict(new.params), created_at=at, updated_at=at,
+        reason=None, origin=new.origin, created_at=at, updated_at=at,
     )
     edit = tracking_edit(run, state=State.QUEUED, step=new.step, reason=None, completed=[],
                          spec_sha256=None, at=at)

@@ -8,6 +8,7 @@ from app.compose import NO_APP, build_engine
 from app.settings import Settings
 from runner.ledger import open_store
 from runner.ledger.records import EffectStatus, NewDelivery, NewRun
+from runner.origin import GitHubOrigin
 from runner.tracking import with_first_edit
 from runner.workflow import State
 
@@ -21,9 +22,9 @@ def test_a_run_from_github_on_a_host_without_the_app_stops_for_a_human_once(
     engine = build_engine(store, Settings(home=tmp_path / "home", agent_command="true"))
     new = with_first_edit(NewRun(
         id="r-gh", repo="https://github.com/acme/widgets.git", title="Add calc", issue=7,
-        params={"forge": "github", "owner": "acme", "repo": "widgets", "installation": 77,
-                "clone_url": "https://github.com/acme/widgets.git", "branch": "ratchet/issue-7",
-                "base_branch": "main"}), at=0.0)
+        origin=GitHubOrigin(owner="acme", repo="widgets", installation=77,
+                            clone_url="https://github.com/acme/widgets.git",
+                            branch="ratchet/issue-7", base_branch="main")), at=0.0)
     store.accept_delivery(NewDelivery("d-1", "issues", "labeled", "start", "label"), start=new)
 
     run = engine.wake("r-gh")

@@ -17,6 +17,7 @@ from runner.errors import (
 )
 from runner.ledger.records import Checkpoint, Run, Signal
 from runner.names import EventType, SignalKind, SignalStatus
+from runner.origin import LocalOrigin
 from runner.redact import Redactor
 from runner.render import render_reply, render_tracking, say_next_action
 from runner.signals import Authorization, Refusal, decide_signal
@@ -33,7 +34,7 @@ def run_in(state: State, step: str = "x.1", **kw: object) -> Run:
         id="r1", repo="/repo", title="Add calc", body="", workflow="issue", issue=None, pr=None,
         state=state, step=step, attempt=1, version=3, lease_owner=None, lease_epoch=2,
         lease_expires_at=None, base_revision="base", head_revision=None, ready_at=None,
-        deadline=None, reason=None, params={}, created_at=NOW - 65, updated_at=NOW,
+        deadline=None, reason=None, origin=LocalOrigin(), created_at=NOW - 65, updated_at=NOW,
     )
     fields.update(kw)
     return Run(**fields)  # type: ignore[arg-type]

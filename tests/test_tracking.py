@@ -7,6 +7,7 @@ from runner import changes
 from runner.canonical import sha256_hex
 from runner.ledger.records import Change, Checkpoint, Event, NewEvent, Run
 from runner.names import EventType
+from runner.origin import LocalOrigin
 from runner.tracking import TrackingSnapshot, edit_for_change, needs_edit, tracking_key
 from runner.workflow import PULL_REQUEST_WORKFLOW, Outcome, State
 
@@ -18,8 +19,8 @@ def run_in(state: State, step: str, **kw: object) -> Run:
         id="r1", repo="/repo", title="Add calc", body="", workflow="issue", issue=7, pr=None,
         state=state, step=step, attempt=1, version=3, lease_owner="w", lease_epoch=2,
         lease_expires_at=NOW + 30, base_revision="base", head_revision=None, ready_at=None,
-        deadline=None, reason=None, params={"branch": "ratchet/issue-7"}, created_at=NOW - 65,
-        updated_at=NOW,
+        deadline=None, reason=None, origin=LocalOrigin(branch="ratchet/issue-7"),
+        created_at=NOW - 65, updated_at=NOW,
     )
     fields.update(kw)
     return Run(**fields)  # type: ignore[arg-type]

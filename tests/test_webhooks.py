@@ -109,7 +109,7 @@ def test_a_label_starts_one_run_and_redeliveries_change_nothing(deliveries: Deli
     assert second.status_code == 200 and "already active" in second.json()["reason"]
     [run] = deliveries.store.list_runs()
     assert run.id == run_id and run.issue == 7 and run.base_revision is None
-    assert run.params["branch"] == "ratchet/issue-7" and run.params["installation"] == 77
+    assert run.branch == "ratchet/issue-7" and run.origin.installation == 77
     assert deliveries.woken == [run_id]
     [tracking] = deliveries.store.effects(run_id)
     assert tracking.payload["name"] == "tracking"
@@ -210,7 +210,7 @@ def test_heads_that_are_verified_only(deliveries: Deliveries, payload: dict[str,
     assert answer.status_code == 202 and started in answer.json()["reason"]
     [run] = runs
     assert run.workflow == "pull_request" and run.pr == 4 and run.base_revision == "h" * 40
-    assert run.params["diff_base"] == "b" * 40
+    assert run.origin.diff_base == "b" * 40
 
 
 @pytest.mark.parametrize(("payload", "reason"), [
@@ -228,8 +228,8 @@ def test_a_rerequested_verify_check_verifies_its_head_again(
     assert answer.status_code == 202
     [run] = deliveries.store.list_runs()
     assert run.workflow == "pull_request" and run.base_revision == "c" * 40
-    assert run.pr == 4 and run.params["diff_base"] == "b" * 40
-    assert "re-run requested by carol" in run.params["source"]
+    assert run.pr == 4 and run.origin.diff_base == "b" * 40
+    assert "re-run requested by carol" in run.origin.source
     # Asked again while that verification runs: the head is being verified already.
     assert deliveries.post("check_run", payload).json()["decision"] == "ignore"
 

@@ -51,6 +51,7 @@ from runner.errors import StaleWrite
 from runner.ledger import open_store
 from runner.ledger.records import Run
 from runner.ledger.store import Store
+from runner.origin import issue_of_branch
 from runner.render import say_next_action
 from runner.rundir import export_run
 from runner.status import read_status
@@ -59,8 +60,6 @@ from runner.workflow import State, is_end, is_stopped
 log = logging.getLogger(__name__)
 
 RUN_EVENTS = ("issues", "issue_comment", "workflow_dispatch")
-# The branch a run's pull request comes from (``WebhookReceiver._new_run`` names it).
-BRANCH_PREFIX = "ratchet/issue-"
 CONCLUSIONS = {State.DONE: "success", State.AWAITING_APPROVAL: "action_required",
                State.FAILED: "failure", State.NEEDS_HUMAN: "failure",
                State.CANCELLED: "cancelled"}
@@ -116,12 +115,6 @@ def plan_job(event_name: str, payload: dict[str, Any], routing: RouteSettings) -
     if isinstance(event, IssueCommentEvent) and event.issue.is_pull_request:
         return JobPlan(None, pull=intent.number, why=f"{kind} from {intent.author}")
     return JobPlan(intent.number, why=f"{kind} from {intent.author}")
-
-
-def issue_of_branch(branch: str) -> int | None:
-    """The issue whose run pushes ``branch``, or None for any other branch."""
-    number = branch.removeprefix(BRANCH_PREFIX)
-    return int(number) if branch.startswith(BRANCH_PREFIX) and number.isdigit() else None
 
 
 def run_job(env: ActionEnv, settings: Settings, runner: Runner, *, secrets: list[str]) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 from runner.canonical import canonical_json, digest, sha256_hex
 from runner.errors import CorruptCheckpoint
 from runner.names import EffectKind, EventType, SignalKind, SignalStatus, StepId
+from runner.origin import LocalOrigin, Origin, run_branch
 from runner.workflow import State
 
 
@@ -27,7 +28,7 @@ class NewRun:
     pr: int | None = None
     base_revision: str | None = None
     step: str = "queued.1"
-    params: Mapping[str, Any] = field(default_factory=dict)
+    origin: Origin = field(default_factory=LocalOrigin)  # stored as the row's ``params`` JSON
     event_data: Mapping[str, Any] = field(default_factory=dict)
     effects: tuple[EffectIntent, ...] = ()  # recorded with the run, applied by its first session
 
@@ -53,7 +54,7 @@ class Run:
     ready_at: float | None
     deadline: float | None
     reason: str | None
-    params: dict[str, Any]
+    origin: Origin
     created_at: float
     updated_at: float
 
@@ -64,6 +65,12 @@ class Run:
     @property
     def step_id(self) -> StepId:
         return StepId.parse(self.step)
+
+    @property
+    def branch(self) -> str:
+        """The branch the run pushes, named when it was created; a run that names none (the
+        verification of a pull request, which pushes nothing) has the local form."""
+        return self.origin.branch or run_branch(self.id)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from typing import Any
 
+from pydantic import ValidationError
+
 from runner.canonical import canonical_json, sha256_hex
 from runner.errors import (
     CorruptArtifact,
@@ -50,6 +52,7 @@ from runner.ledger.records import (
     SignalFor,
 )
 from runner.names import EffectKind, EventType, SignalKind, SignalStatus
+from runner.origin import Origin, parse_origin
 from runner.workflow import ENDS, WAITS, State, allowed, is_runnable
 
 log = logging.getLogger(__name__)
@@ -219,7 +222,7 @@ class SqlStore(ABC):
             (
                 new.id, new.repo, new.title, new.body, new.workflow, new.issue, new.pr,
                 State.QUEUED.value, new.step, new.base_revision,
-                json.dumps(dict(new.params)), at, at,
+                json.dumps(new.origin.to_params()), at, at,
             ),
         )
         self._insert_events(
@@ -1008,8 +1011,25 @@ def _run_from_row(row: Row) -> Run:
         lease_owner=row["lease_owner"], lease_epoch=row["lease_epoch"],
         lease_expires_at=row["lease_expires_at"], base_revision=row["base_revision"],
         head_revision=row["head_revision"], ready_at=row["ready_at"], deadline=row["deadline"],
-        reason=row["reason"], params=json.loads(row["params"]), created_at=row["created_at"],
+        reason=row["reason"], origin=_origin_from_row(row), created_at=row["created_at"],
         updated_at=row["updated_at"],
+    )
+
+
+def _origin_from_row(row: Row) -> Origin:
+    try:
+        return parse_origin(json.loads(row["params"]))
+    except ValidationError as exc:
+        problem = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise _not_an_origin(row["id"], problem) from exc
+    except (ValueError, TypeError, AttributeError) as exc:  # not JSON, or not an object
+        raise _not_an_origin(row["id"], str(exc)) from exc
+
+
+def _not_an_origin(run_id: str, problem: str) -> LedgerError:
+    return LedgerError(
+        f"run {run_id}'s params are not a run origin ({problem}): the row was changed outside"
+        " Ratchet; restore it from a backup of the ledger"
     )
 
 

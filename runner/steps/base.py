@@ -76,15 +76,16 @@ class StepInput:
     def diff_base(self) -> str:
         """What the change is measured against: the base, or a pull request's base commit
         (its run's base revision is the head it verifies)."""
-        return str(self.run.params.get("diff_base") or self.base)
+        return self.run.origin.diff_base or self.base
 
     @property
     def branch(self) -> str:
-        return str(self.run.params.get("branch") or f"ratchet/{self.run.id}")
+        return self.run.branch
 
     @property
     def remote(self) -> str:
-        return str(self.run.params.get("remote", self.run.repo))
+        """Where the run's branch is fetched from and pushed to: its repository."""
+        return self.run.repo
 
     def latest(self, state: str) -> Checkpoint | None:
         for checkpoint in reversed(self.history):

@@ -7,6 +7,7 @@ from runner.config import read_repository_config
 from runner.errors import DeterministicFailure
 from runner.ledger.records import NewEvent
 from runner.names import EventType
+from runner.origin import GitHubOrigin
 from runner.steps.base import StepInput, StepResult, StepServices
 from runner.workflow import PULL_REQUEST_WORKFLOW, Outcome
 from verification.config import ConfigError
@@ -26,7 +27,7 @@ def prepare(inp: StepInput, services: StepServices) -> StepResult:
         raise DeterministicFailure(
             f"repository config is invalid: {exc}; fix it on the base branch and start a new run"
         ) from exc
-    label = inp.run.params.get("label")
+    label = inp.run.origin.label if isinstance(inp.run.origin, GitHubOrigin) else None
     if label and config.trigger_label and label != config.trigger_label:
         # Started by a label the service watches that this repository does not use.
         return StepResult(

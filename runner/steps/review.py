@@ -78,7 +78,7 @@ def pull_request_payload(inp: StepInput, *, spec_text: str, spec_sha256: str, dr
                          summary: str | None = None) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "run": inp.run.id, "branch": inp.branch,
-        "base": str(inp.run.params.get("base_branch") or inp.base), "title": inp.run.title,
+        "base": inp.run.origin.base_branch or inp.base, "title": inp.run.title,
         "draft": draft, "spec": {"sha256": spec_sha256, "text": spec_text},
     }
     if summary:

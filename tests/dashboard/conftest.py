@@ -28,6 +28,7 @@ from runner.canonical import sha256_hex
 from runner.ledger.records import Change, Checkpoint, EffectIntent, Lease, NewEvent, NewRun, Run
 from runner.ledger.sqlite import SqliteStore
 from runner.names import EffectKind, EventType
+from runner.origin import LocalOrigin
 from runner.workflow import State
 from tests.conftest import IN_CI
 from tests.fakes import conftest as fake_fixtures
@@ -133,7 +134,7 @@ def tell_story(store: SqliteStore, *, run_id: str = "r-story", repo: str = "/srv
     """A run from queued to done: a takeover, an effect reconciled, a spec approved, a failed
     check repaired, a pull request made ready."""
     run = store.create_run(NewRun(id=run_id, repo=repo, title=title, issue=7,
-                                  params={"branch": "ratchet/issue-7"}), now=at)
+                                  origin=LocalOrigin(branch="ratchet/issue-7")), now=at)
     w = Writer(store, run, owner="host-a:101", at=at)
     agent = {"profile": {"agent": True, "modify_worktree": False}}
     w.move(State.RESEARCH, "research.1", checkpoint=("queued.1", {"revision": "abc"},

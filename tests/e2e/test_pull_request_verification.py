@@ -13,6 +13,7 @@ from app.compose import build_engine
 from app.settings import Settings
 from runner.ledger import open_store
 from runner.ledger.records import NewDelivery, NewRun
+from runner.origin import LocalOrigin
 from runner.workflow import PULL_REQUEST_WORKFLOW, State
 from tests.e2e.harness import Ratchet, make_target_repo
 from tests.gitrepo import commit_all, git, write_files
@@ -49,12 +50,12 @@ def test_a_fork_pull_request_is_verified_and_reported_once(tmp_path, files, conc
         NewDelivery("d-1", "pull_request", "opened", "start", "fork PR"),
         start=NewRun(id="r-fork", repo=str(repo), title="A fork's change", pr=3,
                      workflow=PULL_REQUEST_WORKFLOW, base_revision=head,
-                     params={"diff_base": base, "outbox": str(ratchet.home / "outbox")}))
+                     origin=LocalOrigin(diff_base=base, outbox=str(ratchet.home / "outbox"))))
     assert outcome.run_id == "r-fork"
     again = store.accept_delivery(
         NewDelivery("d-2", "pull_request", "synchronize", "start", "same head"),
         start=NewRun(id="r-other", repo=str(repo), title="t", pr=3,
-                     workflow=PULL_REQUEST_WORKFLOW, base_revision=head, params={}))
+                     workflow=PULL_REQUEST_WORKFLOW, base_revision=head))
     assert again.decision == "ignore"  # that head is being verified already
 
     run = engine.drive("r-fork")

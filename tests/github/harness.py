@@ -33,6 +33,7 @@ from runner.ledger import open_store
 from runner.ledger.records import Change, Effect, EffectStatus, Lease, NewRun
 from runner.ledger.store import Store
 from runner.names import EffectKind
+from runner.origin import LocalOrigin
 from runner.tracking import tracking_edit
 from runner.workflow import State
 from runner.workspace import NO_ACCESS, GitCommandFailed, RemoteAccess, Workspaces
@@ -283,7 +284,7 @@ def make_scene(
             title="Widgets wobble",
             issue=ISSUE,
             base_revision=origin.main_sha,
-            params={"branch": BRANCH},
+            origin=LocalOrigin(branch=BRANCH),
         ),
         now=WHEN,
     )
