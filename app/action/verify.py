@@ -45,15 +45,19 @@ from github.repository import RepoAPI, RepoTarget
 from github.words import GITHUB_WORDS
 from plumbing.files import UnsafePath, read_beneath
 from plumbing.git import Git, GitError
-from runner.checkruns import VERIFY_CHECK, CheckRunId
+from runner.checkruns import VERIFY_CHECK, CheckRunId, verify_check
 from runner.config import RepositoryConfig, parse_repository_config, read_repository_config
-from runner.effects import EffectRequest
+from runner.effects import EffectRequest, effect_key
 from runner.names import EffectKind
 from runner.sandbox import SandboxUnavailable
-from runner.steps.verify import check_run_output
 from verification.changes import ChangesError, default_base, open_repository, resolve_revision
 from verification.config import MAX_CONFIG_BYTES, ConfigError
-from verification.evidence import EvidenceBundle, render_markdown, render_workflow_commands
+from verification.evidence import (
+    EvidenceBundle,
+    EvidenceReport,
+    render_markdown,
+    render_workflow_commands,
+)
 from verification.pipeline import Candidate, plan_verification
 from verification.tree import TreeError
 
@@ -87,12 +91,13 @@ def verify_job(env: ActionEnv, settings: Settings, runner: Runner) -> int:
         return _usage_error(runner, str(exc), file=exc.path, line=exc.line)
     except (ActionError, ChangesError, TreeError, GitError, SandboxUnavailable, OSError) as exc:
         return _usage_error(runner, " ".join(str(exc).split()))
-    note = _publish_check_run(env, settings, bundle, head, revisions)
-    commands = most_important_first(_workflow_commands(bundle))
+    report = EvidenceReport.from_bundle(bundle)
+    note = _publish_check_run(env, settings, report, head, revisions)
+    commands = most_important_first(_workflow_commands(report))
     shown = _first_per_level(commands)
     for line in shown:
         runner.command(line)
-    runner.summary(_summary(bundle, note, hidden=len(commands) - len(shown)))
+    runner.summary(_summary(report, note, hidden=len(commands) - len(shown)))
     runner.set_output("conclusion", bundle.conclusion)
     runner.set_output("plan-hash", bundle.plan.sha256)
     runner.set_output("bundle", str(_bundle_dir(env)))
@@ -141,7 +146,7 @@ def _bundle_dir(env: ActionEnv) -> Path:
     return env.work_dir / "bundle"
 
 
-def _publish_check_run(env: ActionEnv, settings: Settings, bundle: EvidenceBundle, head: str,
+def _publish_check_run(env: ActionEnv, settings: Settings, report: EvidenceReport, head: str,
                        revisions: Revisions) -> CheckRunNote:
     """Create or update the head's ``ratchet/verify`` check run, or say why not."""
     token = env.inputs.token
@@ -160,15 +165,10 @@ def _publish_check_run(env: ActionEnv, settings: Settings, bundle: EvidenceBundl
     client = GitHubClient(credentials, mutation_interval=settings.github_mutation_interval)
     checks = CheckRuns(RepoAPI(client, RepoTarget(env.owner, env.repo, None)), GITHUB_WORDS,
                        history=ConfirmedEffects(lambda: ()), details_url=env.run_url)
-    step = f"verify.{env.run_attempt}"
+    run_id, step = f"action-{env.run_id}", f"verify.{env.run_attempt}"
     request = EffectRequest(
-        f"action-{env.run_id}:{step}:verify-check", f"action-{env.run_id}", step,
-        EffectKind.CHECK_RUN, {
-            "run": f"action-{env.run_id}", "name": VERIFY_CHECK, "head_sha": head,
-            "external_id": str(CheckRunId(ACTION_RUN, VERIFY_CHECK, head)),
-            "conclusion": bundle.conclusion,
-            "output": check_run_output(bundle),
-        })
+        effect_key(run_id, step, "verify-check"), run_id, step, EffectKind.CHECK_RUN,
+        verify_check(run_id, CheckRunId(ACTION_RUN, VERIFY_CHECK, head), report))
     try:
         found = checks.find(request) or checks.apply(request)
     except Forbidden:
@@ -181,10 +181,10 @@ def _publish_check_run(env: ActionEnv, settings: Settings, bundle: EvidenceBundl
     return CheckRunNote(url=found.get("url"))
 
 
-def _workflow_commands(bundle: EvidenceBundle) -> list[str]:
-    commands = render_workflow_commands(bundle)
-    if bundle.conclusion == "neutral":
-        commands.append(f"::warning title=Ratchet::{bundle.reason}: add a check that covers the"
+def _workflow_commands(report: EvidenceReport) -> list[str]:
+    commands = render_workflow_commands(report)
+    if report.conclusion == "neutral":
+        commands.append(f"::warning title=Ratchet::{report.reason}: add a check that covers the"
                         " changed files, or list them in verify.ignore")
     return commands
 
@@ -201,8 +201,8 @@ def _first_per_level(commands: list[str]) -> list[str]:
     return shown
 
 
-def _summary(bundle: EvidenceBundle, note: CheckRunNote, *, hidden: int) -> str:
-    lines = [render_markdown(bundle).rstrip(), ""]
+def _summary(report: EvidenceReport, note: CheckRunNote, *, hidden: int) -> str:
+    lines = [render_markdown(report).rstrip(), ""]
     if note.url:
         lines.append(f"Check run: [{VERIFY_CHECK}]({note.url}).")
     elif note.why_not:
