@@ -9,8 +9,10 @@ in the sandbox in a temporary worktree of the head. The evidence goes to:
 - annotations as workflow commands, errors first (the runner shows 10 per level and step);
 - the bundle folder (plan.json, result.json, logs, summary.md) for ``actions/upload-artifact``;
 - one ``ratchet/verify`` check run per head, upserted by ``external_id``, when the token may
-  create one. A fork's ``pull_request`` gets a read-only token: no check run call is made and
-  the summary says why. A token refused by GitHub (no ``checks: write``) is said there too.
+  create one: its evidence recorded as an effect and sent through the outbox to the GitHub
+  executor, as a run's effects are. A fork's ``pull_request`` gets a read-only token: no check
+  run call is made and the summary says why. A token refused by GitHub (no
+  ``checks: write``) is said there too.
 
 Exit status as ``ratchet verify``: 0 verified, 1 a check did not pass, 2 a usage or
 configuration error (also an annotation naming the file and line), 3 nothing verifies the
@@ -21,8 +23,10 @@ from __future__ import annotations
 
 import logging
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from app.action.commands import SHOWN_PER_LEVEL, Runner, most_important_first
 from app.action.env import ActionEnv, ActionError
@@ -36,20 +40,22 @@ from app.verify_cli import (
     run_checks,
     write_bundle,
 )
-from github.checkruns import CheckRuns
 from github.client import GitHubClient
 from github.credentials import TokenCredentials
+from github.effects import GitHubExecutor
 from github.errors import Forbidden, GitHubFailure, GitHubSettingsError
-from github.ledgerview import ConfirmedEffects
-from github.repository import RepoAPI, RepoTarget
 from github.words import GITHUB_WORDS
 from plumbing.files import UnsafePath, read_beneath
 from plumbing.git import Git, GitError
 from runner.checkruns import VERIFY_CHECK, CheckRunId, verify_check
 from runner.config import RepositoryConfig, parse_repository_config, read_repository_config
-from runner.effects import EffectRequest, effect_key
+from runner.effects import Outbox, effect_key
+from runner.ledger import open_store
+from runner.ledger.records import EffectIntent, NewRun
 from runner.names import EffectKind
 from runner.sandbox import SandboxUnavailable
+from runner.workflow import PULL_REQUEST_WORKFLOW
+from runner.workspace import Workspaces
 from verification.changes import ChangesError, default_base, open_repository, resolve_revision
 from verification.config import MAX_CONFIG_BYTES, ConfigError
 from verification.evidence import (
@@ -63,6 +69,8 @@ from verification.tree import TreeError
 
 log = logging.getLogger(__name__)
 
+# Seconds the job's own ledger leases its one run: no other worker ever sees that ledger.
+LEASE_TTL = 3600.0
 EXIT_BY_CONCLUSION = {"success": EXIT_PASSED, "failure": EXIT_FAILED, "neutral": EXIT_UNVERIFIED}
 # The check run's external_id names no run but the head: one check run per head, whichever
 # job or attempt made it.
@@ -163,14 +171,12 @@ def _publish_check_run(env: ActionEnv, settings: Settings, report: EvidenceRepor
     except GitHubSettingsError as exc:
         return CheckRunNote(why_not=f"no check run was created: {exc}.")
     client = GitHubClient(credentials, mutation_interval=settings.github_mutation_interval)
-    checks = CheckRuns(RepoAPI(client, RepoTarget(env.owner, env.repo, None)), GITHUB_WORDS,
-                       history=ConfirmedEffects(lambda: ()), details_url=env.run_url)
     run_id, step = f"action-{env.run_id}", f"verify.{env.run_attempt}"
-    request = EffectRequest(
-        effect_key(run_id, step, "verify-check"), run_id, step, EffectKind.CHECK_RUN,
-        verify_check(run_id, CheckRunId(ACTION_RUN, VERIFY_CHECK, head), report))
+    check = EffectIntent(effect_key(run_id, step, "verify-check"), run_id, step,
+                         EffectKind.CHECK_RUN,
+                         verify_check(run_id, CheckRunId(ACTION_RUN, VERIFY_CHECK, head), report))
     try:
-        found = checks.find(request) or checks.apply(request)
+        found = _send(env, client, check)
     except Forbidden:
         return CheckRunNote(why_not=(
             "the token may not create check runs: give the job `permissions: checks: write`"
@@ -179,6 +185,38 @@ def _publish_check_run(env: ActionEnv, settings: Settings, report: EvidenceRepor
         log.warning("the check run could not be written: %s", exc)
         return CheckRunNote(why_not=f"the check run could not be written ({exc}).")
     return CheckRunNote(url=found.get("url"))
+
+
+def _send(env: ActionEnv, client: GitHubClient, effect: EffectIntent) -> dict[str, Any]:
+    """Send ``effect`` as every effect is sent: recorded in a ledger, then through the outbox
+    to the GitHub executor; returns the check run's identity.
+
+    The ledger is this job's alone (verify mode keeps none between jobs), so an earlier
+    attempt, or another workflow run on the same head, may have made the check run already:
+    the effect is recorded as sent once, and the outbox looks it up by ``external_id`` before
+    sending (a re-run updates that check run in place).
+    """
+    env.work_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="ledger-", dir=env.work_dir) as folder:
+        store = open_store(str(Path(folder) / "ledger.sqlite3"))
+        try:
+            store.create_run(NewRun(effect.run_id, env.repository,
+                                    f"{VERIFY_CHECK} of {effect.payload['head_sha']}",
+                                    workflow=PULL_REQUEST_WORKFLOW, step=effect.step,
+                                    effects=(effect,)))
+            lease = store.acquire_lease(effect.run_id, f"action-job-{env.run_id}",
+                                        ttl=LEASE_TTL)
+            assert lease is not None, "a new run's lease is free"
+            store.begin_effect(lease, effect.key)
+            executor = GitHubExecutor(
+                client, owner=env.owner, repo=env.repo, installation=None, issue=0,
+                workspaces=Workspaces(Path(folder) / "work"), worktree=None,
+                words=GITHUB_WORDS, ledger=lambda: store.effects(effect.run_id),
+                details_url=env.run_url)
+            [sent] = Outbox(store, lambda: lease, executor).flush(effect.run_id)
+            return dict(sent.resource or {})
+        finally:
+            store.close()
 
 
 def _workflow_commands(report: EvidenceReport) -> list[str]:
