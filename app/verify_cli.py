@@ -24,7 +24,7 @@ from runner.config import read_repository_config
 from runner.sandbox import Sandbox, SandboxUnavailable
 from verification.changes import ChangesError, default_base, open_repository, resolve_revision
 from verification.config import CONFIG_PATH, ConfigError
-from verification.evidence import EvidenceBundle, build_bundle, render_markdown
+from verification.evidence import EvidenceBundle, EvidenceReport, build_bundle, render_markdown
 from verification.execute import CheckResult
 from verification.explain import render_text
 from verification.pipeline import Candidate, Verification, plan_verification
@@ -226,5 +226,6 @@ def write_bundle(folder: Path, bundle: EvidenceBundle) -> EvidenceBundle:
     )
     (folder / "plan.json").write_text(bundle.plan.to_json() + "\n", encoding="utf-8")
     (folder / "result.json").write_text(bundle.to_json() + "\n", encoding="utf-8")
-    (folder / "summary.md").write_text(render_markdown(bundle), encoding="utf-8")
+    (folder / "summary.md").write_text(render_markdown(EvidenceReport.from_bundle(bundle)),
+                                       encoding="utf-8")
     return bundle

@@ -2,8 +2,10 @@
 then PATCHed with each further 50 (GitHub's limit per request; they accumulate).
 
 ``plan_check_run`` decides every request body from the payload (pure): the fields, the output
-(summary and text within 65,535 characters, the text ending with the effect's hidden key
-marker), the action buttons within GitHub's limits, and which annotations this effect adds.
+rendered from the payload's data (``runner.checkruns.render_check_run``: the spec's request for
+approval, the verification's evidence; summary and text within 65,535 characters, the text
+ending with the effect's hidden key marker), the action buttons within GitHub's limits, and
+which annotations this effect adds.
 Annotations accumulate across updates and cannot be removed, so an effect that updates a check
 run an earlier effect created sends only the annotations that earlier effects did not.
 
@@ -21,9 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.checkruns import check_run_annotations, render_check_run
 from runner.effects import EffectRequest
 from runner.names import EffectKind
-from runner.render import Vocabulary, key_marker, render_spec_check
+from runner.render import Vocabulary, key_marker
 from verification.evidence import fit
 
 from .ledgerview import ConfirmedEffects
@@ -92,26 +95,20 @@ def plan_check_run(
         fields["details_url"] = details_url
     if payload.get("actions"):
         fields["actions"] = [_action(a) for a in payload["actions"][:MAX_ACTIONS]]
-    if "review" in payload:
-        spec = render_spec_check(payload, words)
-        title, summary, text = spec.title, spec.summary, ""
-    else:
-        output = payload.get("output") or {}
-        title = str(output.get("title") or payload["name"])
-        summary, text = str(output.get("summary") or ""), str(output.get("text") or "")
+    shown = render_check_run(payload, words, limit=TEXT_LIMIT)
     marker = key_marker(request.key)
     room = TEXT_LIMIT - len(marker) - 2
     output_fields = {
-        "title": title,
-        "summary": fit(summary, TEXT_LIMIT),
-        "text": f"{fit(text, room)}\n\n{marker}" if text else marker,
+        "title": shown.title,
+        "summary": fit(shown.summary, TEXT_LIMIT),
+        "text": f"{fit(shown.text, room)}\n\n{marker}" if shown.text else marker,
     }
     sent: set[tuple[Any, ...]] = set()
     for previous in earlier:
-        sent.update(_signature(a) for a in _annotations(previous))
+        sent.update(_signature(a) for a in _annotations(check_run_annotations(previous)))
     before = len(sent)
     fresh = []
-    for annotation in _annotations(payload):
+    for annotation in _annotations(shown.annotations):
         if _signature(annotation) not in sent:
             sent.add(_signature(annotation))
             fresh.append(annotation)
@@ -120,22 +117,20 @@ def plan_check_run(
     )
 
 
-def _annotations(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The payload's annotations in GitHub's shape (the runner records ``level``)."""
-    batches = (payload.get("output") or {}).get("annotation_batches") or []
+def _annotations(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Annotations in GitHub's shape (the runner records ``level``)."""
     found = []
-    for batch in batches:
-        for item in batch:
-            annotation = {
-                "path": item["path"],
-                "start_line": item["start_line"],
-                "end_line": item["end_line"],
-                "annotation_level": item.get("annotation_level") or item.get("level") or "failure",
-                "message": item["message"],
-            }
-            if item.get("title"):
-                annotation["title"] = str(item["title"])[:ANNOTATION_TITLE_LIMIT]
-            found.append(annotation)
+    for item in items:
+        annotation = {
+            "path": item["path"],
+            "start_line": item["start_line"],
+            "end_line": item["end_line"],
+            "annotation_level": item.get("annotation_level") or item.get("level") or "failure",
+            "message": item["message"],
+        }
+        if item.get("title"):
+            annotation["title"] = str(item["title"])[:ANNOTATION_TITLE_LIMIT]
+        found.append(annotation)
     return found
 
 

@@ -1,14 +1,31 @@
-"""The check runs a run decides: their names, and the ``external_id`` that finds them again.
+"""The check runs a run decides: their names, the ``external_id`` that finds them again, the
+verification's payload, and the output every executor renders from a payload.
 
 A check run is upserted by ``external_id`` on a head commit: ``<run>:<name>:<head>``, and the
 spec's ``<run>:<name>:<head>:<spec hash prefix>`` (its "Approve spec" button approves exactly
 that spec). ``CheckRunId`` writes one (``str``) and reads one back (``parse``): the executors
 match check runs on it, the webhook router learns from it which run and spec a button names.
+
+Payloads hold data, never forge wording: the verification's carries its evidence
+(``verification/evidence.py``'s report). Executors render it where the forge lives
+(``render_check_run``): GitHub within its limits and its annotation batches
+(``github/checkruns.py``), the local sink the same text into the run's outbox.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from runner.render import CheckRunText, Vocabulary, render_spec_check
+from verification.evidence import (
+    EvidenceReport,
+    fit,
+    render_failures,
+    render_summary,
+    render_title,
+)
 
 SPEC_CHECK = "ratchet/spec"
 VERIFY_CHECK = "ratchet/verify"
@@ -45,3 +62,44 @@ class CheckRunId:
         parts = (self.run_id, self.name, self.head_sha, *((self.spec,) if self.spec else ()))
         return ":".join(parts)
 
+
+def verify_check(run_id: str, check_run: CheckRunId, evidence: EvidenceReport) -> dict[str, Any]:
+    """The payload of a verification's check run effect: its evidence as data, which each
+    executor renders (``render_check_run``)."""
+    return {
+        "run": run_id, "name": check_run.name, "head_sha": check_run.head_sha,
+        "external_id": str(check_run), "conclusion": evidence.conclusion,
+        "evidence": evidence.to_dict(),
+    }
+
+
+def render_check_run(payload: Mapping[str, Any], words: Vocabulary, *,
+                     limit: int) -> CheckRunText:
+    """A check run's output from its effect's payload, the summary and the verification's text
+    within ``limit`` UTF-8 bytes (the forge's limit): the spec's asks for approval, the
+    verification's shows its evidence (``EvidenceReport``).
+
+    An effect recorded before evidence travelled as data holds its output already rendered
+    (title, summary, text, annotations in batches): it is shown as recorded, so an unsent
+    effect of an older ledger is still sent.
+    """
+    if "review" in payload:
+        return render_spec_check(payload, words)
+    if "evidence" in payload:
+        report = EvidenceReport.from_dict(payload["evidence"])
+        return CheckRunText(render_title(report), fit(render_summary(report), limit),
+                            render_failures(report, limit=limit),
+                            check_run_annotations(payload))
+    output = payload.get("output") or {}
+    return CheckRunText(str(output.get("title") or payload["name"]),
+                        fit(str(output.get("summary") or ""), limit),
+                        str(output.get("text") or ""), check_run_annotations(payload))
+
+
+def check_run_annotations(payload: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+    """The annotations a check run effect adds: its evidence's, or the batches an older
+    effect recorded, flattened."""
+    if "evidence" in payload:
+        return tuple(payload["evidence"].get("annotations") or ())
+    batches = (payload.get("output") or {}).get("annotation_batches") or []
+    return tuple(item for batch in batches for item in batch)

@@ -1,5 +1,5 @@
 """Words for people, from the runner's data: tracking comments, pull request bodies, replies
-to signals, the spec's check run. Pure.
+to signals, check runs (the verification's: ``runner/checkruns.py``). Pure.
 
 The runner's records hold data; this module turns it into Markdown. How a person acts on a run
 differs by forge (a slash command on GitHub, a CLI command locally), so every renderer takes a
@@ -42,8 +42,13 @@ class Vocabulary(Protocol):
 
 @dataclass(frozen=True)
 class CheckRunText:
+    """A check run's output: ``annotations`` as the payload holds them (``path``,
+    ``start_line``, ``end_line``, ``level``, ``message``, ``title``)."""
+
     title: str
     summary: str
+    text: str = ""
+    annotations: tuple[Mapping[str, Any], ...] = ()
 
 
 def name_marker(name: str) -> str:

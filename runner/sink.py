@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from plumbing.files import write_atomic
+from runner.checkruns import render_check_run
 from runner.effects import EffectRequest
 from runner.errors import DeterministicFailure
 from runner.names import EffectKind
@@ -29,7 +30,6 @@ from runner.render import (
     name_marker,
     render_pull_request,
     render_reply,
-    render_spec_check,
     render_tracking,
 )
 from runner.workspace import Workspaces
@@ -40,6 +40,9 @@ FOLDERS = {
     EffectKind.REACTION: "reactions", EffectKind.PULL_REQUEST: "pull-requests",
     EffectKind.CHECK_RUN: "check-runs",
 }
+# UTF-8 bytes of a check run's summary and text shown (GitHub's limit in characters): a local
+# run shows what a GitHub run would post.
+CHECK_RUN_TEXT_LIMIT = 65_535
 
 
 class LocalSink:
@@ -147,16 +150,16 @@ class LocalSink:
                 "draft": payload["draft"], "body": render_pull_request(payload, self.words)}
 
     def _check_run(self, request: EffectRequest) -> dict[str, Any]:
-        payload = dict(request.payload)
-        record = {"name": payload["name"], "head_sha": payload["head_sha"],
-                  "external_id": payload["external_id"], "status": "completed",
-                  "conclusion": payload["conclusion"]}
-        if "review" in payload:
-            text = render_spec_check(payload, self.words)
-            record["output"] = {"title": text.title, "summary": text.summary}
-        else:
-            record["output"] = payload.get("output", {})
-        return record
+        payload = request.payload
+        shown = render_check_run(payload, self.words, limit=CHECK_RUN_TEXT_LIMIT)
+        output: dict[str, Any] = {"title": shown.title, "summary": shown.summary}
+        if shown.text:
+            output["text"] = shown.text
+        if shown.annotations:
+            output["annotations"] = [dict(a) for a in shown.annotations]
+        return {"name": payload["name"], "head_sha": payload["head_sha"],
+                "external_id": payload["external_id"], "status": "completed",
+                "conclusion": payload["conclusion"], "output": output}
 
     def _push(self, request: EffectRequest) -> dict[str, Any]:
         return replay_push(request, workspaces=self.workspaces, worktree=self.worktree)

@@ -1,18 +1,19 @@
-"""The evidence bundle of a verification, and its renderings for GitHub.
+"""The evidence of a verification: its bundle, the report a reader is shown, and Markdown.
 
-Pure. A bundle holds the plan, every check's result, the diff stat and artifact hashes; it
-renders to a check run's output (title, summary and text within GitHub's 65,535-character
-limits, annotations in batches of at most 50 per API call), to Markdown for an Actions step
-summary, and to `::error file=...::` workflow commands.
-See https://docs.github.com/en/rest/checks/runs#update-a-check-run (output limits) and
-https://docs.github.com/en/actions/reference/workflow-commands-for-github-actions.
+Pure. A bundle holds the plan, every check's result (its log too), the diff stat and artifact
+hashes. Its report (`EvidenceReport`) is the evidence as data, without whole logs: what a
+check run, a step summary or a local outbox shows (title, summary, failing checks with their
+log tails, annotations), small enough to travel in an effect's payload. The report renders to
+Markdown within a size a caller gives (a forge's limit; GitHub's check run limits and its
+annotation batches are the GitHub adapter's), and to `::error file=...::` workflow commands.
+See https://docs.github.com/en/actions/reference/workflow-commands-for-github-actions.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from verification.annotations import (
@@ -23,30 +24,35 @@ from verification.annotations import (
 )
 from verification.execute import CheckResult
 from verification.explain import NOTHING_VERIFIES
+from verification.junit import FailedTest, TestSummary
 from verification.model import Plan
 
 __all__ = [
     "Annotation",
-    "CheckRunOutput",
+    "CheckEvidence",
     "EvidenceBundle",
+    "EvidenceReport",
     "build_bundle",
-    "render_check_run",
+    "render_failures",
     "render_markdown",
+    "render_summary",
+    "render_title",
     "render_workflow_commands",
 ]
 
-# GitHub's limit on a check run's output.summary and output.text.
-CHECK_RUN_TEXT_LIMIT = 65_535
-# GitHub accepts at most 50 annotations per create or update call.
-ANNOTATION_BATCH = 50
 # Annotations rendered in total; past this a reviewer reads the logs, not the diff gutter.
 ANNOTATION_LIMIT = 1000
 # GitHub's limit on a step summary is 1 MiB; stay under it.
 STEP_SUMMARY_LIMIT = 1_000_000
 # Log lines shown per failing check.
 LOG_TAIL_LINES = 60
+# Failing test cases shown per check, and the characters of each one's message.
+FAILED_TESTS_SHOWN = 50
+FAILED_TEST_MESSAGE = 300
 # Changed files that no check covers, listed in a summary.
 UNVERIFIED_SHOWN = 50
+# Characters of the diff stat shown (its end: the totals).
+DIFF_STAT_SHOWN = 8000
 
 _STATUS_MARK = {
     "passed": "✅",
@@ -142,51 +148,121 @@ def build_bundle(
 
 
 @dataclass(frozen=True)
-class CheckRunOutput:
-    """A check run's `output` object, with annotations split into API-sized batches."""
+class CheckEvidence:
+    """One check's result as a reader is shown it: its log's size, hash and (when it did not
+    pass) its last `LOG_TAIL_LINES` lines, never the whole log; the first
+    `FAILED_TESTS_SHOWN` failing tests, their messages cut."""
 
-    title: str
-    summary: str
-    text: str
-    annotation_batches: list[list[Annotation]]
+    key: str
+    kind: str
+    command: str
+    status: str
+    exit_code: int | None
+    duration_s: float
+    log_size: int
+    log_sha256: str
+    reused: bool = False
+    junit: TestSummary | None = None
+    log_tail: str = ""
 
-    def to_payload(self, batch: int = 0) -> dict[str, Any]:
-        """The `output` JSON for one create or update call, carrying annotation batch `batch`."""
-        annotations = self.annotation_batches[batch] if self.annotation_batches else []
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    @classmethod
+    def from_result(cls, result: CheckResult) -> CheckEvidence:
+        junit = result.junit
+        if junit is not None:
+            junit = TestSummary(junit.tests, junit.failures, junit.errors, junit.skipped, tuple(
+                FailedTest(case.name, case.classname, case.file, case.line,
+                           case.message[:FAILED_TEST_MESSAGE], "")
+                for case in junit.failed[:FAILED_TESTS_SHOWN]))
+        return cls(result.key, result.kind, result.command, result.status, result.exit_code,
+                   result.duration_s, result.log_size, result.log_sha256, result.reused, junit,
+                   "" if result.passed else result.log_tail(LOG_TAIL_LINES))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "junit": self.junit.to_dict() if self.junit is not None else None}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CheckEvidence:
+        junit = data.get("junit")
+        known = {f.name for f in fields(cls)} - {"junit"}  # a later version's: ignored
+        return cls(**{k: v for k, v in data.items() if k in known},
+                   junit=TestSummary.from_dict(junit) if junit else None)
+
+
+@dataclass(frozen=True)
+class EvidenceReport:
+    """What a reader is shown of a bundle, as data (a check run effect carries it; each forge
+    renders it): the plan's hash and size, the conclusion and why, each check's evidence, the
+    changed files no check covers (the first `UNVERIFIED_SHOWN`, and how many), the end of the
+    diff stat, artifact hashes, and the annotations found in the failing checks' logs."""
+
+    plan_sha256: str
+    planned: int  # checks in the plan
+    conclusion: str
+    reason: str | None
+    results: tuple[CheckEvidence, ...]
+    unverified: tuple[str, ...] = ()
+    unverified_count: int = 0
+    diff_stat: str = ""
+    artifacts: dict[str, str] = field(default_factory=dict)
+    annotations: tuple[Annotation, ...] = ()
+
+    @classmethod
+    def from_bundle(cls, bundle: EvidenceBundle) -> EvidenceReport:
+        unverified = bundle.plan.unverified
+        return cls(
+            plan_sha256=bundle.plan.sha256,
+            planned=len(bundle.plan.checks),
+            conclusion=bundle.conclusion,
+            reason=bundle.reason,
+            results=tuple(CheckEvidence.from_result(result) for result in bundle.results),
+            unverified=tuple(unverified[:UNVERIFIED_SHOWN]),
+            unverified_count=len(unverified),
+            diff_stat=bundle.diff_stat.strip()[-DIFF_STAT_SHOWN:],
+            artifacts=dict(sorted(bundle.artifacts.items())),
+            annotations=tuple(bundle.annotations()),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON types only (lists, not tuples): an effect's payload compares as recorded."""
         return {
-            "title": self.title,
-            "summary": self.summary,
-            "text": self.text,
-            "annotations": [_annotation_payload(a) for a in annotations],
+            "plan_sha256": self.plan_sha256,
+            "planned": self.planned,
+            "conclusion": self.conclusion,
+            "reason": self.reason,
+            "results": [result.to_dict() for result in self.results],
+            "unverified": list(self.unverified),
+            "unverified_count": self.unverified_count,
+            "diff_stat": self.diff_stat,
+            "artifacts": dict(self.artifacts),
+            "annotations": [asdict(annotation) for annotation in self.annotations],
         }
 
-
-def render_check_run(bundle: EvidenceBundle) -> CheckRunOutput:
-    """Render a bundle as check-run output within GitHub's size limits."""
-    annotations = bundle.annotations()
-    batches = [
-        annotations[start : start + ANNOTATION_BATCH]
-        for start in range(0, len(annotations), ANNOTATION_BATCH)
-    ]
-    return CheckRunOutput(
-        title=_title(bundle),
-        summary=fit(_summary(bundle), CHECK_RUN_TEXT_LIMIT),
-        text=_failure_details(bundle, CHECK_RUN_TEXT_LIMIT),
-        annotation_batches=batches,
-    )
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvidenceReport:
+        known = {f.name for f in fields(cls)}  # a later version's fields are ignored
+        return cls(**{
+            **{k: v for k, v in data.items() if k in known},
+            "results": tuple(CheckEvidence.from_dict(r) for r in data["results"]),
+            "unverified": tuple(data.get("unverified") or ()),
+            "annotations": tuple(Annotation(**a) for a in data.get("annotations") or ()),
+        })
 
 
-def render_markdown(bundle: EvidenceBundle) -> str:
-    """Render a bundle as Markdown for `$GITHUB_STEP_SUMMARY`."""
-    head = f"## Ratchet verification: {_title(bundle)}\n\n{_summary(bundle)}\n"
-    details = _failure_details(bundle, STEP_SUMMARY_LIMIT // 2)
+def render_markdown(report: EvidenceReport) -> str:
+    """The report as Markdown for a step summary or a bundle's ``summary.md``."""
+    head = f"## Ratchet verification: {render_title(report)}\n\n{render_summary(report)}\n"
+    details = render_failures(report, limit=STEP_SUMMARY_LIMIT // 2)
     return fit(f"{head}\n{details}" if details else head, STEP_SUMMARY_LIMIT)
 
 
-def render_workflow_commands(bundle: EvidenceBundle) -> list[str]:
+def render_workflow_commands(report: EvidenceReport) -> list[str]:
     """One `::error file=F,line=L,...::message` workflow command per annotation."""
     commands = []
-    for annotation in bundle.annotations():
+    for annotation in report.annotations:
         properties = ",".join(
             f"{name}={escape_property(value)}"
             for name, value in (
@@ -224,63 +300,67 @@ def fit(text: str, limit: int) -> str:
     return encoded[:room].decode("utf-8", errors="ignore") + marker
 
 
-def _title(bundle: EvidenceBundle) -> str:
-    total = len(bundle.plan.checks)
-    if bundle.reason is not None:
-        return bundle.reason[:1].upper() + bundle.reason[1:]
+def render_title(report: EvidenceReport) -> str:
+    """One line: how many checks passed, or why nothing was verified."""
+    total = report.planned
+    if report.reason is not None:
+        return report.reason[:1].upper() + report.reason[1:]
     if total == 0:
         return "No checks planned"
-    passed = sum(1 for result in bundle.results if result.passed)
-    if bundle.conclusion == "success":
+    passed = sum(1 for result in report.results if result.passed)
+    if report.conclusion == "success":
         return f"All {total} checks passed"
     return f"{total - passed} of {total} checks did not pass"
 
 
-def _summary(bundle: EvidenceBundle) -> str:
-    lines = [f"Plan `{bundle.plan.sha256[:12]}`: {len(bundle.plan.checks)} checks."]
-    if bundle.reason is not None:
-        files = bundle.plan.unverified
+def render_summary(report: EvidenceReport) -> str:
+    """The plan, a table of the checks (or why none ran), the files no check covers, the diff
+    stat and the artifacts."""
+    lines = [f"Plan `{report.plan_sha256[:12]}`: {report.planned} checks."]
+    if report.reason is not None:
         lines.append(
-            f"\n**Not verified: {bundle.reason}.** No check covers these changed files, so "
+            f"\n**Not verified: {report.reason}.** No check covers these changed files, so "
             "nothing ran and the change is not verified:\n"
         )
-        lines += [f"- `{path}`" for path in files[:UNVERIFIED_SHOWN]]
-        if len(files) > UNVERIFIED_SHOWN:
-            lines.append(f"- ... and {len(files) - UNVERIFIED_SHOWN} more")
+        lines += [f"- `{path}`" for path in report.unverified[:UNVERIFIED_SHOWN]]
+        if report.unverified_count > UNVERIFIED_SHOWN:
+            lines.append(f"- ... and {report.unverified_count - UNVERIFIED_SHOWN} more")
         lines.append(
             "\nAdd a check that covers them in `.github/ratchet.yml` (`verify.checks` or "
             "`verify.workspaces`), or list them in `verify.ignore` if they need no verification."
         )
-    elif bundle.plan.is_empty:
+    elif report.planned == 0:
         lines.append(
             "\nOnly documentation or paths listed in `verify.ignore` changed, so no check "
             "needed to run."
         )
     else:
         lines += ["", "| | check | kind | duration | exit | tests |", "|---|---|---|---|---|---|"]
-        for result in bundle.results:
+        for result in report.results:
             mark = _STATUS_MARK.get(result.status, "")
             reused = " (reused)" if result.reused else ""
             lines.append(
                 f"| {mark} {result.status}{reused} | `{result.key}` | {result.kind} | "
                 f"{result.duration_s:.1f}s | {_text(result.exit_code)} | {_tests(result)} |"
             )
-    if bundle.plan.unverified and bundle.reason is None:
-        shown = ", ".join(f"`{path}`" for path in bundle.plan.unverified[:UNVERIFIED_SHOWN])
+    if report.unverified and report.reason is None:
+        shown = ", ".join(f"`{path}`" for path in report.unverified[:UNVERIFIED_SHOWN])
         lines.append(f"\nNo check covers these changed files: {shown}.")
-    if bundle.diff_stat.strip():
-        stat = _fenced(bundle.diff_stat.strip()[-8000:])
+    if report.diff_stat:
+        stat = _fenced(report.diff_stat)
         lines += ["", "<details><summary>Diff stat</summary>", "", stat, "", "</details>"]
-    if bundle.artifacts:
+    if report.artifacts:
         lines += ["", "Artifacts:"]
         lines += [
-            f"- `{path}` sha256 `{digest}`" for path, digest in sorted(bundle.artifacts.items())
+            f"- `{path}` sha256 `{digest}`" for path, digest in sorted(report.artifacts.items())
         ]
     return "\n".join(lines)
 
 
-def _failure_details(bundle: EvidenceBundle, limit: int) -> str:
-    failing = [result for result in bundle.results if not result.passed]
+def render_failures(report: EvidenceReport, *, limit: int) -> str:
+    """Each check that did not pass, its command, log hash, failing tests and log tail, within
+    ``limit`` UTF-8 bytes shared equally among them; empty when every check passed."""
+    failing = [result for result in report.results if not result.passed]
     if not failing:
         return ""
     share = limit // len(failing)
@@ -294,10 +374,11 @@ def _failure_details(bundle: EvidenceBundle, limit: int) -> str:
         if result.junit is not None and result.junit.failed:
             header += "\nFailing tests:\n" + "".join(
                 f"- `{case.classname}.{case.name}`"
-                f"{f' at {case.file}:{case.line}' if case.file else ''}: {case.message[:300]}\n"
-                for case in result.junit.failed[:50]
+                f"{f' at {case.file}:{case.line}' if case.file else ''}:"
+                f" {case.message[:FAILED_TEST_MESSAGE]}\n"
+                for case in result.junit.failed[:FAILED_TESTS_SHOWN]
             )
-        sections.append(fit(f"{header}\n{_fenced(result.log_tail(LOG_TAIL_LINES))}\n", share))
+        sections.append(fit(f"{header}\n{_fenced(result.log_tail)}\n", share))
     return fit("\n".join(sections), limit)
 
 
@@ -315,7 +396,7 @@ def _longest_backtick_run(text: str) -> int:
     return longest
 
 
-def _tests(result: CheckResult) -> str:
+def _tests(result: CheckEvidence) -> str:
     if result.junit is None:
         return ""
     summary = result.junit

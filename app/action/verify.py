@@ -9,8 +9,10 @@ in the sandbox in a temporary worktree of the head. The evidence goes to:
 - annotations as workflow commands, errors first (the runner shows 10 per level and step);
 - the bundle folder (plan.json, result.json, logs, summary.md) for ``actions/upload-artifact``;
 - one ``ratchet/verify`` check run per head, upserted by ``external_id``, when the token may
-  create one. A fork's ``pull_request`` gets a read-only token: no check run call is made and
-  the summary says why. A token refused by GitHub (no ``checks: write``) is said there too.
+  create one: its evidence recorded as an effect and sent through the outbox to the GitHub
+  executor, as a run's effects are. A fork's ``pull_request`` gets a read-only token: no check
+  run call is made and the summary says why. A token refused by GitHub (no
+  ``checks: write``) is said there too.
 
 Exit status as ``ratchet verify``: 0 verified, 1 a check did not pass, 2 a usage or
 configuration error (also an annotation naming the file and line), 3 nothing verifies the
@@ -21,8 +23,10 @@ from __future__ import annotations
 
 import logging
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from app.action.commands import SHOWN_PER_LEVEL, Runner, most_important_first
 from app.action.env import ActionEnv, ActionError
@@ -36,29 +40,37 @@ from app.verify_cli import (
     run_checks,
     write_bundle,
 )
-from github.checkruns import CheckRuns
 from github.client import GitHubClient
 from github.credentials import TokenCredentials
+from github.effects import GitHubExecutor
 from github.errors import Forbidden, GitHubFailure, GitHubSettingsError
-from github.ledgerview import ConfirmedEffects
-from github.repository import RepoAPI, RepoTarget
 from github.words import GITHUB_WORDS
 from plumbing.files import UnsafePath, read_beneath
 from plumbing.git import Git, GitError
-from runner.checkruns import VERIFY_CHECK, CheckRunId
+from runner.checkruns import VERIFY_CHECK, CheckRunId, verify_check
 from runner.config import RepositoryConfig, parse_repository_config, read_repository_config
-from runner.effects import EffectRequest
+from runner.effects import Outbox, effect_key
+from runner.ledger import open_store
+from runner.ledger.records import EffectIntent, NewRun
 from runner.names import EffectKind
 from runner.sandbox import SandboxUnavailable
-from runner.steps.verify import check_run_output
+from runner.workflow import PULL_REQUEST_WORKFLOW
+from runner.workspace import Workspaces
 from verification.changes import ChangesError, default_base, open_repository, resolve_revision
 from verification.config import MAX_CONFIG_BYTES, ConfigError
-from verification.evidence import EvidenceBundle, render_markdown, render_workflow_commands
+from verification.evidence import (
+    EvidenceBundle,
+    EvidenceReport,
+    render_markdown,
+    render_workflow_commands,
+)
 from verification.pipeline import Candidate, plan_verification
 from verification.tree import TreeError
 
 log = logging.getLogger(__name__)
 
+# Seconds the job's own ledger leases its one run: no other worker ever sees that ledger.
+LEASE_TTL = 3600.0
 EXIT_BY_CONCLUSION = {"success": EXIT_PASSED, "failure": EXIT_FAILED, "neutral": EXIT_UNVERIFIED}
 # The check run's external_id names no run but the head: one check run per head, whichever
 # job or attempt made it.
@@ -87,12 +99,13 @@ def verify_job(env: ActionEnv, settings: Settings, runner: Runner) -> int:
         return _usage_error(runner, str(exc), file=exc.path, line=exc.line)
     except (ActionError, ChangesError, TreeError, GitError, SandboxUnavailable, OSError) as exc:
         return _usage_error(runner, " ".join(str(exc).split()))
-    note = _publish_check_run(env, settings, bundle, head, revisions)
-    commands = most_important_first(_workflow_commands(bundle))
+    report = EvidenceReport.from_bundle(bundle)
+    note = _publish_check_run(env, settings, report, head, revisions)
+    commands = most_important_first(_workflow_commands(report))
     shown = _first_per_level(commands)
     for line in shown:
         runner.command(line)
-    runner.summary(_summary(bundle, note, hidden=len(commands) - len(shown)))
+    runner.summary(_summary(report, note, hidden=len(commands) - len(shown)))
     runner.set_output("conclusion", bundle.conclusion)
     runner.set_output("plan-hash", bundle.plan.sha256)
     runner.set_output("bundle", str(_bundle_dir(env)))
@@ -141,7 +154,7 @@ def _bundle_dir(env: ActionEnv) -> Path:
     return env.work_dir / "bundle"
 
 
-def _publish_check_run(env: ActionEnv, settings: Settings, bundle: EvidenceBundle, head: str,
+def _publish_check_run(env: ActionEnv, settings: Settings, report: EvidenceReport, head: str,
                        revisions: Revisions) -> CheckRunNote:
     """Create or update the head's ``ratchet/verify`` check run, or say why not."""
     token = env.inputs.token
@@ -158,19 +171,12 @@ def _publish_check_run(env: ActionEnv, settings: Settings, bundle: EvidenceBundl
     except GitHubSettingsError as exc:
         return CheckRunNote(why_not=f"no check run was created: {exc}.")
     client = GitHubClient(credentials, mutation_interval=settings.github_mutation_interval)
-    checks = CheckRuns(RepoAPI(client, RepoTarget(env.owner, env.repo, None)), GITHUB_WORDS,
-                       history=ConfirmedEffects(lambda: ()), details_url=env.run_url)
-    step = f"verify.{env.run_attempt}"
-    request = EffectRequest(
-        f"action-{env.run_id}:{step}:verify-check", f"action-{env.run_id}", step,
-        EffectKind.CHECK_RUN, {
-            "run": f"action-{env.run_id}", "name": VERIFY_CHECK, "head_sha": head,
-            "external_id": str(CheckRunId(ACTION_RUN, VERIFY_CHECK, head)),
-            "conclusion": bundle.conclusion,
-            "output": check_run_output(bundle),
-        })
+    run_id, step = f"action-{env.run_id}", f"verify.{env.run_attempt}"
+    check = EffectIntent(effect_key(run_id, step, "verify-check"), run_id, step,
+                         EffectKind.CHECK_RUN,
+                         verify_check(run_id, CheckRunId(ACTION_RUN, VERIFY_CHECK, head), report))
     try:
-        found = checks.find(request) or checks.apply(request)
+        found = _send(env, client, check)
     except Forbidden:
         return CheckRunNote(why_not=(
             "the token may not create check runs: give the job `permissions: checks: write`"
@@ -181,10 +187,42 @@ def _publish_check_run(env: ActionEnv, settings: Settings, bundle: EvidenceBundl
     return CheckRunNote(url=found.get("url"))
 
 
-def _workflow_commands(bundle: EvidenceBundle) -> list[str]:
-    commands = render_workflow_commands(bundle)
-    if bundle.conclusion == "neutral":
-        commands.append(f"::warning title=Ratchet::{bundle.reason}: add a check that covers the"
+def _send(env: ActionEnv, client: GitHubClient, effect: EffectIntent) -> dict[str, Any]:
+    """Send ``effect`` as every effect is sent: recorded in a ledger, then through the outbox
+    to the GitHub executor; returns the check run's identity.
+
+    The ledger is this job's alone (verify mode keeps none between jobs), so an earlier
+    attempt, or another workflow run on the same head, may have made the check run already:
+    the effect is recorded as sent once, and the outbox looks it up by ``external_id`` before
+    sending (a re-run updates that check run in place).
+    """
+    env.work_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="ledger-", dir=env.work_dir) as folder:
+        store = open_store(str(Path(folder) / "ledger.sqlite3"))
+        try:
+            store.create_run(NewRun(effect.run_id, env.repository,
+                                    f"{VERIFY_CHECK} of {effect.payload['head_sha']}",
+                                    workflow=PULL_REQUEST_WORKFLOW, step=effect.step,
+                                    effects=(effect,)))
+            lease = store.acquire_lease(effect.run_id, f"action-job-{env.run_id}",
+                                        ttl=LEASE_TTL)
+            assert lease is not None, "a new run's lease is free"
+            store.begin_effect(lease, effect.key)
+            executor = GitHubExecutor(
+                client, owner=env.owner, repo=env.repo, installation=None, issue=0,
+                workspaces=Workspaces(Path(folder) / "work"), worktree=None,
+                words=GITHUB_WORDS, ledger=lambda: store.effects(effect.run_id),
+                details_url=env.run_url)
+            [sent] = Outbox(store, lambda: lease, executor).flush(effect.run_id)
+            return dict(sent.resource or {})
+        finally:
+            store.close()
+
+
+def _workflow_commands(report: EvidenceReport) -> list[str]:
+    commands = render_workflow_commands(report)
+    if report.conclusion == "neutral":
+        commands.append(f"::warning title=Ratchet::{report.reason}: add a check that covers the"
                         " changed files, or list them in verify.ignore")
     return commands
 
@@ -201,8 +239,8 @@ def _first_per_level(commands: list[str]) -> list[str]:
     return shown
 
 
-def _summary(bundle: EvidenceBundle, note: CheckRunNote, *, hidden: int) -> str:
-    lines = [render_markdown(bundle).rstrip(), ""]
+def _summary(report: EvidenceReport, note: CheckRunNote, *, hidden: int) -> str:
+    lines = [render_markdown(report).rstrip(), ""]
     if note.url:
         lines.append(f"Check run: [{VERIFY_CHECK}]({note.url}).")
     elif note.why_not:

@@ -8,12 +8,11 @@ passed on the same tree is reused by a rerun.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from plumbing.files import printable_path
 from runner.canonical import sha256_hex
-from runner.checkruns import VERIFY_CHECK, CheckRunId
+from runner.checkruns import VERIFY_CHECK, CheckRunId, verify_check
 from runner.ledger.records import NewEvent
 from runner.names import EffectKind, EventType
 from runner.steps.base import (
@@ -25,7 +24,7 @@ from runner.steps.base import (
 )
 from runner.steps.review import push_commit, trailers
 from runner.workflow import PULL_REQUEST_WORKFLOW, Outcome, State, verify_outcome
-from verification.evidence import EvidenceBundle, render_check_run
+from verification.evidence import EvidenceReport
 from verification.execute import CheckResult
 from verification.pipeline import Candidate, plan_verification
 from verification.plan import Plan
@@ -100,12 +99,8 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
         message = f"{run.title}\n\n{trailers(inp, spec_sha)}"
         commit, push = push_commit(inp, services, tree=tree, message=message)
         effects = (push,)
-    check = inp.effect(EffectKind.CHECK_RUN, "verify-check", {
-        "run": run.id, "name": VERIFY_CHECK, "head_sha": commit,
-        "external_id": str(CheckRunId(run.id, VERIFY_CHECK, commit)),
-        "conclusion": bundle.conclusion,
-        "output": check_run_output(bundle),
-    })
+    check = inp.effect(EffectKind.CHECK_RUN, "verify-check", verify_check(
+        run.id, CheckRunId(run.id, VERIFY_CHECK, commit), EvidenceReport.from_bundle(bundle)))
     record = {
         "tree": tree, "patch": inp.patch_sha, "commit": commit,
         "sandbox": str(services.settings.sandbox.mode), "plan": plan.sha256,
@@ -169,11 +164,3 @@ def _verification_events(
     return tuple(NewEvent(event_type, step=step, attempt=attempt,
                           data={"checks": keys, "plan": plan_sha})
                  for event_type, keys in groups if keys)
-
-
-def check_run_output(bundle: EvidenceBundle) -> dict[str, Any]:
-    """The evidence as a check run shows it (summary within its limit, annotations batched)."""
-    rendered = render_check_run(bundle)
-    return {"title": rendered.title, "summary": rendered.summary, "text": rendered.text,
-            "annotation_batches": [[asdict(a) for a in batch]
-                                   for batch in rendered.annotation_batches]}

@@ -27,6 +27,8 @@ from github.credentials import AppCredentials
 from github.effects import GitHubExecutor
 from github.words import GitHubWords
 from plumbing.git import GitError
+from runner.checkruns import VERIFY_CHECK, CheckRunId
+from runner.checkruns import verify_check as verify_check_payload
 from runner.effects import EffectRequest, Outbox, effect_key
 from runner.errors import AmbiguousFailure, StepFailure, TransientFailure
 from runner.ledger import open_store
@@ -40,6 +42,8 @@ from runner.workspace import NO_ACCESS, GitCommandFailed, RemoteAccess, Workspac
 from tests.fakes.conftest import APP_ID, APP_SLUG, BRANCH, OWNER, REPO, Origin
 from tests.fakes.fakegithub import FakeGitHub
 from tests.gitrepo import git, make_repo
+from verification.annotations import Annotation
+from verification.evidence import CheckEvidence, EvidenceReport
 
 RUN_ID = "run-1"
 ISSUE = 1
@@ -452,10 +456,38 @@ def verify_check(
     step: str = "verify.1",
     conclusion: str = "failure",
     head_sha: str | None = None,
+) -> EffectRequest:
+    """The verification's check run as the verify step decides it: its evidence as data (one
+    check, ``unit``, failed unless ``conclusion`` is a success; ``annotations`` found)."""
+    head = head_sha or scene.origin.branch_sha
+    status = "passed" if conclusion == "success" else "failed"
+    report = EvidenceReport(
+        plan_sha256="ab" * 32, planned=1, conclusion=conclusion, reason=None,
+        results=(CheckEvidence("unit", "test", "pytest", status, int(status != "passed"), 1.5,
+                               13, "0" * 64, log_tail="" if status == "passed" else "1 failed"),),
+        annotations=tuple(Annotation(**annotation(i)) for i in range(annotations)),
+    )
+    return EffectRequest(
+        effect_key(scene.run_id, step, "verify-check"),
+        scene.run_id,
+        step,
+        EffectKind.CHECK_RUN,
+        verify_check_payload(scene.run_id, CheckRunId(scene.run_id, VERIFY_CHECK, head), report),
+    )
+
+
+def recorded_verify_check(
+    scene: Scene,
+    *,
+    annotations: int = 0,
+    step: str = "verify.1",
     summary: str = "1 of 1 checks did not pass",
     text: str = "pytest failed",
 ) -> EffectRequest:
-    head = head_sha or scene.origin.branch_sha
+    """The verification's check run as Ratchet recorded it before evidence travelled as data:
+    its output rendered (title, summary, text, annotations in batches of 50). Older ledgers
+    hold such effects; they are still sent."""
+    head = scene.origin.branch_sha
     notes = [annotation(i) for i in range(annotations)]
     batches = [notes[i : i + 50] for i in range(0, len(notes), 50)]
     return EffectRequest(
@@ -468,7 +500,7 @@ def verify_check(
             "name": "ratchet/verify",
             "head_sha": head,
             "external_id": f"{scene.run_id}:ratchet/verify:{head}",
-            "conclusion": conclusion,
+            "conclusion": "failure",
             "output": {
                 "title": "1 of 1 checks did not pass",
                 "summary": summary,

@@ -12,7 +12,7 @@ from verify_helpers import Files, python_workspace
 
 from verification.changes import changed_files, open_repository
 from verification.config import CheckConfig, VerifyConfig, WorkspaceConfig
-from verification.evidence import build_bundle, render_markdown
+from verification.evidence import EvidenceReport, build_bundle, render_markdown
 from verification.execute import execute_plan
 from verification.plan import Plan, build_plan
 from verification.tree import GitTree
@@ -38,7 +38,7 @@ def test_a_workspace_whose_name_is_not_utf8_is_planned_shown_and_run_in_its_fold
     [result] = execute_plan(plan, root)
     assert result.status == "passed", result.log
     bundle = build_bundle(plan, [result])
-    assert "pk\\xff:pytest" in render_markdown(bundle)
+    assert "pk\\xff:pytest" in render_markdown(EvidenceReport.from_bundle(bundle))
     assert json.loads(bundle.to_json())["results"][0]["workspace"] == "pk\\xff"
 
 

@@ -1,4 +1,5 @@
-"""Annotations from real and recorded tool output; bundle rendering within GitHub's limits."""
+"""Annotations from real and recorded tool output; a bundle's report and its Markdown (GitHub's
+check run limits: tests/github/test_effect_checkruns.py)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ from pathlib import Path
 
 from verification.annotations import parse_annotations
 from verification.evidence import (
-    ANNOTATION_BATCH,
-    CHECK_RUN_TEXT_LIMIT,
     EvidenceBundle,
+    EvidenceReport,
     build_bundle,
     escape_data,
     escape_property,
-    render_check_run,
     render_markdown,
+    render_summary,
+    render_title,
     render_workflow_commands,
 )
 from verification.execute import CheckResult
@@ -130,32 +131,14 @@ def test_junit_failures_become_annotations() -> None:
     assert "assert 1 == 2" in annotation.message
 
 
-def test_ten_megabyte_log_and_500_annotations_fit_a_check_run() -> None:
-    check = PlannedCheck("lint", "pkg", "lint", "ruff check .", 60, None)
-    lines = [f"mod{i}.py:{i + 1}:1: F401 `os` imported but unused" for i in range(500)]
-    log = "\n".join(lines) + "\n" + "x" * 10_000_000 + "\n" + "`" * 5 + "\n"
-    output = render_check_run(single(check, "failed", log))
-    assert len(output.summary) <= CHECK_RUN_TEXT_LIMIT
-    assert len(output.text) <= CHECK_RUN_TEXT_LIMIT
-    assert len(output.text.encode()) <= CHECK_RUN_TEXT_LIMIT
-    assert sum(len(batch) for batch in output.annotation_batches) == 500
-    assert all(0 < len(batch) <= ANNOTATION_BATCH for batch in output.annotation_batches)
-    assert len(output.annotation_batches) == 10
-    payload = output.to_payload(3)
-    assert len(payload["annotations"]) == 50
-    assert payload["annotations"][0]["annotation_level"] == "failure"
-    json.dumps(payload)  # serializable as an API request body
-    assert "bytes not shown" in output.text
-
-
 def test_empty_plan_for_documentation_is_a_success() -> None:
     bundle = build_bundle(Plan((), (), 2), [])
     assert bundle.conclusion == "success"
     assert bundle.reason is None
-    output = render_check_run(bundle)
-    assert output.title == "No checks planned"
-    assert "no check needed to run" in output.summary
-    assert output.annotation_batches == []
+    report = EvidenceReport.from_bundle(bundle)
+    assert render_title(report) == "No checks planned"
+    assert "no check needed to run" in render_summary(report)
+    assert report.annotations == ()
     assert "reason" not in json.loads(bundle.to_json())
 
 
@@ -163,10 +146,10 @@ def test_empty_plan_with_unverified_files_is_neutral_never_success() -> None:
     bundle = build_bundle(Plan((), (), 2, unverified=("scripts/release.sh",)), [])
     assert bundle.conclusion == "neutral"
     assert bundle.reason == "nothing verifies this change"
-    output = render_check_run(bundle)
-    assert output.title == "Nothing verifies this change"
-    assert "`scripts/release.sh`" in output.summary
-    assert "verify.ignore" in output.summary
+    report = EvidenceReport.from_bundle(bundle)
+    assert render_title(report) == "Nothing verifies this change"
+    assert "`scripts/release.sh`" in render_summary(report)
+    assert "verify.ignore" in render_summary(report)
     document = json.loads(bundle.to_json())
     assert (document["conclusion"], document["reason"], document["unverified"]) == (
         "neutral", "nothing verifies this change", ["scripts/release.sh"]
@@ -188,13 +171,31 @@ def test_conclusion_needs_every_planned_check_passed() -> None:
 def test_markdown_and_workflow_commands_escape_their_values() -> None:
     check = PlannedCheck("types", "web", "typecheck", "tsc", 60, None)
     bundle = single(check, "failed", "src/a,b.ts(2,5): error TS1005: 100% wrong\n")
-    [command] = render_workflow_commands(bundle)
+    report = EvidenceReport.from_bundle(bundle)
+    [command] = render_workflow_commands(report)
     assert command == (
         "::error file=web/src/a%2Cb.ts,line=2,endLine=2,title=web%3Atypes::TS1005: 100%25 wrong"
     )
     assert escape_data("a\r\nb%") == "a%0D%0Ab%25"
     assert escape_property("x:y,z\n") == "x%3Ay%2Cz%0A"
-    markdown = render_markdown(bundle)
+    markdown = render_markdown(report)
     assert "`web:types`" in markdown
     assert "1 of 1 checks did not pass" in markdown
     assert "a.py | 2 +-" in markdown
+
+
+def test_a_report_travels_as_json_and_renders_the_same() -> None:
+    summary = parse_junit(
+        '<testsuite><testcase classname="t" name="a" file="t.py" line="2">'
+        '<failure message="boom">t.py:3: AssertionError</failure></testcase></testsuite>'
+    )
+    check = PlannedCheck("unit", "api", "test", "pytest", 60, None)
+    failed = {**result_for(check, "failed", "x\n" * 100).to_dict(), "junit": summary.to_dict()}
+    plan = Plan((PlannedWorkspace("api", ()),), (check,), 2, unverified=("docs/x.sh",))
+    report = EvidenceReport.from_bundle(
+        build_bundle(plan, [CheckResult.from_dict(failed)], diff_stat=" a.py | 2 +-\n",
+                     artifacts={"plan.json": "1" * 64}))
+    again = EvidenceReport.from_dict(json.loads(json.dumps(report.to_dict())))
+    assert again == report
+    assert render_markdown(again) == render_markdown(report)
+    assert len(report.results[0].log_tail.splitlines()) == 60  # the tail, not the log
