@@ -19,8 +19,6 @@ from app.service import create_app
 from runner.ledger import open_store
 from tests.e2e.harness import CONFIG, Ratchet, make_target_repo, processes_with_env
 
-pytestmark = pytest.mark.slow
-
 AGENT_STEPS = ["research.1", "specify.1", "implement.1", "repair.1"]
 REPORT = {"cost_usd": 0.05, "input_tokens": 1000, "output_tokens": 200,
           "cache_read_tokens": 300, "model": "scripted-1", "turns": 3, "team": "payments"}
@@ -73,6 +71,7 @@ def metrics(ratchet: Ratchet) -> dict[str, float]:
              if line.startswith("ratchet_agent_"))}
 
 
+@pytest.mark.slow
 def test_usage_is_recorded_per_step_summed_once_across_crashes_and_shown_everywhere(
         tmp_path: Path) -> None:
     ratchet = ratchet_with(tmp_path, AGENT_USAGE=json.dumps(REPORT))

@@ -22,8 +22,6 @@ from runner.signals import Authorization
 from runner.workflow import State
 from tests.e2e.harness import AGENT, Ratchet, make_target_repo
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture
 def waiting(tmp_path):

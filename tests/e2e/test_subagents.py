@@ -37,8 +37,6 @@ from tests.e2e.harness import (
     processes_with_env,
 )
 
-pytestmark = pytest.mark.slow
-
 FOCUS = {"alpha": "How is it built?", "beta": "How is it tested?", "gamma": "What breaks?"}
 
 
