@@ -42,12 +42,14 @@ test: $(VENV)/.installed-dev system-deps browser-deps
 	$(BIN)/python tests/action/lint_action.py  # actionlint: action.yml, docs/actions/*.yml
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
-# The inner loop: lint, import contracts and every test that needs no PostgreSQL, Redis,
-# RabbitMQ or browser (the `services` marker, set at collection by tests/conftest.py).
+# The inner loop, under 2 minutes on 2 cores: lint, import contracts and every test that needs
+# no PostgreSQL, Redis, RabbitMQ or browser (the `services` marker, set at collection by
+# tests/conftest.py), less the `slow` rest of the end-to-end matrices, whose representatives
+# run here (one crash point of each kind, one test of each end-to-end area).
 test-fast: $(VENV)/.installed-dev system-deps
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -n 2 -m "not services" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 -m "not services and not slow" $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

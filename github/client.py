@@ -16,6 +16,7 @@ for ``/app`` endpoints). Failures are ``github.errors`` classes
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
@@ -33,6 +34,8 @@ from .transport import (
     Clock,
     Credential,
     Limits,
+    Monotonic,
+    Sleep,
     Transport,
     is_mutation,
 )
@@ -57,7 +60,8 @@ class GitHubClient:
     for one at a time, a second apart); ``max_rate_limit_wait`` is how long a call waits out a
     rate limit before raising ``RateLimited``; ``request_timeout`` bounds each HTTP exchange
     and ``call_timeout`` each whole call. ``clock`` (epoch seconds) times token expiry and rate
-    limit resets.
+    limit resets; ``monotonic`` and ``sleep`` (on the loop thread) pace mutations and wait out
+    rate limits, so a test can pace on a fake clock instead of measuring wall time.
     """
 
     def __init__(
@@ -69,6 +73,8 @@ class GitHubClient:
         max_rate_limit_wait: float = MAX_RATE_LIMIT_WAIT,
         call_timeout: float = CALL_TIMEOUT,
         clock: Clock = time.time,
+        monotonic: Monotonic = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
         loop: LoopThread | None = None,
     ) -> None:
         if mutation_interval < 0 or request_timeout <= 0 or call_timeout <= 0:
@@ -83,6 +89,8 @@ class GitHubClient:
             graphql_url=credentials.graphql_url,
             limits=Limits(request_timeout, mutation_interval, max_rate_limit_wait),
             clock=clock,
+            monotonic=monotonic,
+            sleep=sleep,
         )
         self._auth: Authenticator = (
             AppAuth(credentials, clock=clock)

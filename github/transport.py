@@ -16,7 +16,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -39,6 +39,10 @@ from .ratelimit import RateLimitHit, rate_limit_hit
 logger = logging.getLogger(__name__)
 
 Clock = Callable[[], float]  # epoch seconds; tests pass the fake GitHub's clock
+# Pacing and rate-limit waits go through these two, so a test can pace on a fake clock that
+# moves only when the client sleeps (time.monotonic and asyncio.sleep otherwise).
+Monotonic = Callable[[], float]
+Sleep = Callable[[float], Awaitable[None]]
 
 REQUEST_TIMEOUT = 30.0  # seconds for one exchange, connect to last byte
 CONNECT_TIMEOUT = 10.0  # seconds to open a connection (a refused one fails at once)
@@ -82,8 +86,12 @@ class Gate:
     a time and ``interval`` apart from start to start; every request held while a rate limit
     this caller hit still holds."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, *, monotonic: Monotonic = time.monotonic, sleep: Sleep = asyncio.sleep
+    ) -> None:
         self._turn = asyncio.Lock()
+        self._monotonic = monotonic
+        self._sleep = sleep
         self._last_start = float("-inf")  # monotonic
         self.held: RateLimitHit | None = None
 
@@ -97,10 +105,10 @@ class Gate:
 
     async def pace(self, interval: float) -> None:
         """Wait until ``interval`` has passed since the last mutating request started."""
-        wait = self._last_start + interval - time.monotonic()
+        wait = self._last_start + interval - self._monotonic()
         if wait > 0:
-            await asyncio.sleep(wait)
-        self._last_start = time.monotonic()
+            await self._sleep(wait)
+        self._last_start = self._monotonic()
 
     def hold(self, hit: RateLimitHit) -> None:
         if self.held is None or hit.retry_at > self.held.retry_at:
@@ -143,6 +151,8 @@ class Transport:
         graphql_url: str,
         limits: Limits,
         clock: Clock = time.time,
+        monotonic: Monotonic = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
         requester: str = REQUESTER,
     ) -> None:
         self.loop = loop
@@ -150,6 +160,8 @@ class Transport:
         self.graphql_url = graphql_url
         self.limits = limits
         self.clock = clock
+        self.monotonic = monotonic
+        self.sleep = sleep
         self.requester = requester
         self._gates: dict[str, Gate] = {}
 
@@ -217,7 +229,7 @@ class Transport:
     def gate(self, key: str) -> Gate:
         gate = self._gates.get(key)
         if gate is None:
-            gate = self._gates[key] = Gate()
+            gate = self._gates[key] = Gate(monotonic=self.monotonic, sleep=self.sleep)
         return gate
 
     async def exchange(
@@ -278,7 +290,7 @@ class Transport:
         if wait > self.limits.max_rate_limit_wait:
             raise rate_limited(attempt, hit, now=self.clock())
         logger.info("waiting %.1f s for the %s rate limit of %s", wait, hit.limit, attempt.who)
-        await asyncio.sleep(wait)
+        await self.sleep(wait)
 
     async def _send(
         self, attempt: Attempt, headers: Mapping[str, str], body: bytes

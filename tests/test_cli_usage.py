@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -65,10 +64,9 @@ def test_a_bad_agent_template_is_refused_at_run(tmp_path: Path, repo: Path, temp
 def test_a_hostile_config_is_refused_at_run_naming_the_file(tmp_path: Path) -> None:
     make_repo(tmp_path / "repo", {".github/ratchet.yml": BILLION_LAUGHS})
     home = tmp_path / "home"
-    started = time.monotonic()
+    # ratchet()'s timeout guards against a hang; bench/config.py measures how fast it is refused.
     result = ratchet(home, "run", "--repo", str(tmp_path / "repo"), "--title", "t",
-                     "--agent-command", "true {prompt}", timeout=5)
-    assert time.monotonic() - started < 5
+                     "--agent-command", "true {prompt}")
     assert_refused(result, ".github/ratchet.yml", "aliases")
     assert no_runs(home)
 

@@ -61,11 +61,14 @@ class Subscription:
 
 class Broadcaster:
     """See the module docstring. ``read`` is blocking (it runs in a thread); ``polls``
-    counts its calls."""
+    counts its calls. ``sleep`` waits out each interval (a test counts the intervals through
+    it instead of timing them)."""
 
-    def __init__(self, read: Callable[[], Mapping[str, RunMark]], *, interval: float) -> None:
+    def __init__(self, read: Callable[[], Mapping[str, RunMark]], *, interval: float,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.read = read
         self.interval = interval
+        self.sleep = sleep
         self.polls = 0
         self._subscribers: set[Subscription] = set()
         self._marks: Mapping[str, RunMark] = {}
@@ -76,6 +79,11 @@ class Broadcaster:
     @property
     def listeners(self) -> int:
         return len(self._subscribers)
+
+    @property
+    def polling(self) -> bool:
+        """Whether the polling task still runs (it ends after the last listener left)."""
+        return self._task is not None and not self._task.done()
 
     async def subscribe(self) -> Subscription:
         """A new listener; the first one starts the polling (after one reading)."""
@@ -98,7 +106,7 @@ class Broadcaster:
 
     async def _run(self) -> None:
         while self._subscribers:
-            await asyncio.sleep(self.interval)
+            await self.sleep(self.interval)
             if not self._subscribers:
                 break
             try:

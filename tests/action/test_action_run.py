@@ -23,8 +23,6 @@ from tests.action.conftest import JOB_TOKEN, OWNER, READER, REPO, WRITER, Scene,
 from tests.e2e.harness import AGENT, CONFIG
 from tests.gitrepo import git
 
-pytestmark = pytest.mark.slow
-
 ISSUE = 1
 BRANCH = f"ratchet/issue-{ISSUE}"
 BOT = "github-actions[bot]"
@@ -179,6 +177,7 @@ def test_a_run_across_jobs_survives_a_killed_job_and_publishes_once(scene: Scene
     scene.fake.assert_clean()
 
 
+@pytest.mark.slow
 def test_two_jobs_for_one_issue_at_once_one_proceeds_the_other_exits_with_a_notice(
         scene: Scene) -> None:
     payload = labeled(scene)
@@ -206,6 +205,7 @@ def test_a_comment_without_a_command_ends_the_job_before_any_call(scene: Scene) 
     assert scene.fake.calls()[before:] == []
 
 
+@pytest.mark.slow
 def test_request_changes_then_cancel_through_jobs_each_answered_once(scene: Scene) -> None:
     first = run_action(scene, "issues", labeled(scene))
     assert first.outputs["state"] == "awaiting_approval", first.stderr
@@ -243,6 +243,7 @@ def test_request_changes_then_cancel_through_jobs_each_answered_once(scene: Scen
     scene.fake.assert_clean()
 
 
+@pytest.mark.slow
 def test_a_failed_run_is_retried_by_a_later_job(scene: Scene) -> None:
     failed = run_action(scene, "issues", labeled(scene), env={"AGENT_EXIT": "research:3"})
     assert failed.outputs["state"] == "failed", (failed.outputs, failed.stderr)

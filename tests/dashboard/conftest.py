@@ -197,7 +197,7 @@ class LiveServer:
 
     def __enter__(self) -> LiveServer:
         self.thread.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a backstop: it starts in well under a second
         while not self.server.started:
             assert time.monotonic() < deadline, "the test server did not start"
             time.sleep(0.02)

@@ -69,7 +69,6 @@ def test_github_web_root_beside_its_api():
     assert web_url_for("http://127.0.0.1:9999") == "http://127.0.0.1:9999"
 
 
-@pytest.mark.slow
 def test_ratchet_serve_refuses_a_public_address_without_protection(tmp_path):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -5,6 +5,8 @@ After each crash a fresh ``ratchet resume`` (or the approval) finishes the run; 
 steps ran exactly once, no effect was recorded or applied twice, the outbox holds exactly what
 a fault-free run leaves (one tracking comment, one pull request, one check run per head, a
 branch that only fast-forwarded), and the published tree equals the fault-free run's.
+
+``make test-fast`` runs one crash point of each kind (``FAST``); ``make test`` runs them all.
 """
 
 from __future__ import annotations
@@ -15,8 +17,6 @@ from collections import Counter
 import pytest
 
 from tests.e2e.harness import Ratchet, drive_to_done, make_target_repo
-
-pytestmark = pytest.mark.slow
 
 AGENT_STEPS = ["research.1", "specify.1", "implement.1", "repair.1"]
 EFFECTS = [
@@ -35,6 +35,13 @@ CRASH_POINTS = (
     + [f"after_effect_applied:{e}" for e in EFFECTS]
     + ["mid_verification:verify.1", "mid_verification:verify.2"]
 )
+# One point of each kind for the inner loop: a step committed, an agent's output not yet
+# adopted, an effect sent but not confirmed, an effect applied but not recorded, verification
+# interrupted. The others are marked slow (same code paths at other steps and effects).
+FAST = {"after_commit:implement.1", "after_agent_output:implement.1",
+        "after_effect_intent:verify.1:push", "after_effect_applied:specify.1:pull-request",
+        "mid_verification:verify.1"}
+assert FAST.issubset(CRASH_POINTS), FAST - set(CRASH_POINTS)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +52,8 @@ def reference_tree(tmp_path_factory) -> str:
     return ratchet.branch_tree(run_id)
 
 
-@pytest.mark.parametrize("crash", CRASH_POINTS)
+@pytest.mark.parametrize("crash", [
+    pytest.param(crash, marks=() if crash in FAST else pytest.mark.slow) for crash in CRASH_POINTS])
 def test_crash_and_resume(crash, tmp_path, reference_tree):
     ratchet = Ratchet(home=tmp_path / "home", repo=make_target_repo(tmp_path / "repo"))
     run_id, fired = drive_to_done(ratchet, crash=crash)

@@ -35,8 +35,6 @@ from tests.e2e.github_app import (
 from tests.fakes.fakegithub import faults
 from tests.gitrepo import git
 
-pytestmark = pytest.mark.slow
-
 ISSUE = 1
 BRANCH = f"ratchet/issue-{ISSUE}"
 # GitHub API calls the whole happy path may cost (the issue's target).

@@ -30,7 +30,6 @@ from tests.e2e.harness import (
 )
 from tests.gitrepo import git
 
-pytestmark = pytest.mark.slow
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_agent.py"
 CANARY = "canary-7f3e1d9a0b2c"  # in Ratchet's environment under a name no redactor masks
 SECRET_FILE_TEXT = "host-secret-5c1d8e"
@@ -108,6 +107,7 @@ def test_git_attacks_proc_ledger_and_a_daemon_in_research_change_nothing(tmp_pat
         ["research.1", "specify.1", "implement.1", "repair.1"])
 
 
+@pytest.mark.slow
 def test_git_attacks_fail_without_the_sandbox_too(tmp_path):
     """The git hardening alone (explicit git dir, safe settings, neutral attributes) holds
     when an operator opts out of the sandbox: the agent's .git is never read."""
@@ -124,6 +124,7 @@ def test_git_attacks_fail_without_the_sandbox_too(tmp_path):
     assert "POLICY_VIOLATION" not in events
 
 
+@pytest.mark.slow
 def test_filters_and_attributes_do_not_change_what_is_verified_and_published(tmp_path):
     attack = Attack(tmp_path, "implement:filter,implement:fsmonitor")
     run_id, _ = drive_to_done(attack.ratchet)
@@ -184,6 +185,7 @@ def test_symlinks_out_of_the_worktree_and_huge_files_stop_the_run_unread(tmp_pat
     assert not (worktree / "huge.bin").exists() and not (worktree / "escape").is_symlink()
 
 
+@pytest.mark.slow
 def test_a_file_name_that_is_not_utf8_is_verified_published_and_shown(tmp_path):
     attack = Attack(tmp_path, "implement:binary_name")
     run_id, _ = drive_to_done(attack.ratchet)
@@ -211,6 +213,7 @@ def test_an_ended_runs_scratch_keeps_only_redacted_agent_logs(tmp_path):
     assert "debug token=***" in logs and token not in logs
 
 
+@pytest.mark.slow
 def test_a_corrupt_artifact_stops_the_run_naming_it_and_commands_still_work(tmp_path):
     ratchet = Ratchet(home=tmp_path / "home", repo=make_target_repo(tmp_path / "repo"))
     assert ratchet.create().returncode == 0

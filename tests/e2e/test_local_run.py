@@ -11,8 +11,6 @@ import pytest
 from tests.e2e.harness import CONFIG, Ratchet, drive_to_done, make_target_repo
 from tests.gitrepo import git
 
-pytestmark = pytest.mark.slow
-
 LAYOUT = [
     "run.json", "events.ndjson", "state.snapshot.json", "effects.json",
     "prompts/research.1.md", "prompts/specify.1.md", "prompts/implement.1.md",
@@ -113,6 +111,7 @@ def test_request_changes_sends_feedback_to_the_next_spec(ratchet, tmp_path):
     assert ratchet.spec_hash(run_id) in refused.stderr
 
 
+@pytest.mark.slow
 def test_wrong_hash_is_refused_and_shows_the_current_one(ratchet):
     ratchet.create()
     run_id = ratchet.run_id()
@@ -123,6 +122,7 @@ def test_wrong_hash_is_refused_and_shows_the_current_one(ratchet):
     assert ratchet.status(run_id)["state"] == "awaiting_approval"
 
 
+@pytest.mark.slow
 def test_detached_approval_records_only(ratchet):
     ratchet.create()
     run_id = ratchet.run_id()
@@ -137,6 +137,7 @@ def test_detached_approval_records_only(ratchet):
     assert ratchet.status(run_id)["state"] == "done"
 
 
+@pytest.mark.slow
 def test_unknown_run_and_ended_run(ratchet):
     missing = ratchet("status", "r-nope")
     assert missing.returncode == 2 and "r-nope" in missing.stderr
@@ -145,6 +146,7 @@ def test_unknown_run_and_ended_run(ratchet):
     assert again.returncode == 0 and "already ended: done" in again.stdout
 
 
+@pytest.mark.slow
 def test_runs_lists_newest_first(ratchet):
     ratchet.create(title="first")
     ratchet.create(title="second")
@@ -199,6 +201,7 @@ def test_repair_is_bounded_then_needs_human(tmp_path):
     assert "NEEDS_HUMAN" in {e["type"] for e in ratchet.events(run_id)}
 
 
+@pytest.mark.slow
 def test_an_unanswered_spec_times_out_to_needs_human(ratchet):
     ratchet.create(extra={"RATCHET_APPROVAL_TIMEOUT": "1"})
     run_id = ratchet.run_id()
@@ -221,6 +224,7 @@ def test_a_malformed_repository_config_refuses_the_run_naming_file_and_line(tmp_
     assert ratchet.agent_runs() == []
 
 
+@pytest.mark.slow
 def test_a_change_nothing_verifies_stops_as_not_verified(tmp_path):
     """Checks exist only for lib/; the agent's change is at the root: nothing verifies it, so
     the run is neither repaired nor published as verified, and says so."""
@@ -245,6 +249,7 @@ def test_a_change_nothing_verifies_stops_as_not_verified(tmp_path):
     assert "VERIFICATION_UNVERIFIED" in {e["type"] for e in ratchet.events(run_id)}
 
 
+@pytest.mark.slow
 def test_verify_again_checks_the_same_tree_once_the_outside_cause_is_fixed(tmp_path):
     """A check that needs something outside the tree (a service) fails; once it is back,
     ``ratchet verify-again`` verifies the checkpointed tree again: no agent runs, and the run

@@ -18,8 +18,6 @@ from runner.workflow import PULL_REQUEST_WORKFLOW, State
 from tests.e2e.harness import Ratchet, make_target_repo
 from tests.gitrepo import commit_all, git, write_files
 
-pytestmark = pytest.mark.slow
-
 # The base's checks; the fork tries to weaken them in its own copy of the config.
 BASE_CONFIG = "verify:\n  checks:\n    - {id: unit, kind: test, run: 'python3 -m unittest -q'}\n"
 FORK_CONFIG = "verify:\n  checks:\n    - {id: unit, kind: test, run: 'true'}\n"

@@ -13,8 +13,6 @@ import pytest
 from tests.e2e.harness import Ratchet, make_target_repo, process_alive, processes_with_env
 from tests.gitrepo import git
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture
 def ratchet(tmp_path):
@@ -65,6 +63,7 @@ def test_frozen_stale_worker_is_fenced_out(ratchet, tmp_path):
         ".github", "README.md", "calc.py", "test_calc.py"]
 
 
+@pytest.mark.slow
 def test_interrupted_step_is_salvaged_before_the_reset(ratchet, tmp_path):
     run_id = approved_run(ratchet)
     block = tmp_path / "shared" / "block"
@@ -124,6 +123,7 @@ def test_research_agent_editing_a_product_file_is_a_policy_violation(ratchet, tm
     assert "specify.1" not in ratchet.agent_runs()
 
 
+@pytest.mark.slow
 def test_cancel_stops_the_worker_and_its_agent(ratchet, tmp_path):
     run_id = approved_run(ratchet)
     block = tmp_path / "shared" / "block"
@@ -135,7 +135,7 @@ def test_cancel_stops_the_worker_and_its_agent(ratchet, tmp_path):
     assert cancelled.returncode == 0, cancelled.stderr
     _, err = worker.communicate(timeout=30)
     assert worker.returncode == 3 and "was cancelled (superseded)" in err
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while any(process_alive(pid) for pid in agents):
         assert time.monotonic() < deadline, "the agent outlived its cancelled run"
         time.sleep(0.05)
@@ -148,6 +148,7 @@ def test_cancel_stops_the_worker_and_its_agent(ratchet, tmp_path):
     assert ratchet("cancel", run_id).returncode == 2  # already ended
 
 
+@pytest.mark.slow
 def test_takeover_on_a_host_with_an_older_worktree_salvages_nothing(tmp_path):
     """Host A researched; host B implemented and died in repair; A takes over. A's old
     worktree is from research, not from repair: diffing it against the checkpoint would

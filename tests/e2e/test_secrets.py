@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from tests.e2e.harness import CONFIG, Ratchet, drive_to_done, make_target_repo
 
-pytestmark = pytest.mark.slow
 TOKEN = "tok-3f9a7c1e5b2d"
 HOOK_SECRET = "hook-secret-8d1e4a"
 GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"

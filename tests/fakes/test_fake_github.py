@@ -334,7 +334,7 @@ def test_delay_applies_after_the_sleep_even_when_the_client_gave_up(
     with client(fake, token) as http, pytest.raises(httpx.ReadTimeout):
         http.post(ISSUE_COMMENTS, json={"body": "slow"}, timeout=0.1)
     assert fake.comments(OWNER, REPO, 1) == []
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # a backstop: it lands 0.3 s after
     while not fake.comments(OWNER, REPO, 1) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert [c.body for c in fake.comments(OWNER, REPO, 1)] == ["slow"]
@@ -348,11 +348,14 @@ def test_primary_rate_limit_is_rate_limit_exceeded_for_gidgethub(
     async def get(gh: GitHubAPI) -> Any:
         return await gh.getitem(f"/repos/{OWNER}/{REPO}/issues/1", oauth_token=token)
 
-    before = time.time()
+    before = fake.clock.now()
     with pytest.raises(gidgethub.RateLimitExceeded) as limited:
         with_gidgethub(fake, get)
+    after = fake.clock.now()
     assert limited.value.rate_limit.remaining == 0
-    assert before < limited.value.rate_limit.reset_datetime.timestamp() <= before + 10
+    # The fault's default: a reset 3 s after the fake's clock read when it answered.
+    reset = limited.value.rate_limit.reset_datetime.timestamp()
+    assert int(before) + 3 <= reset <= int(after) + 3
     assert "API rate limit exceeded for installation ID 77" in str(limited.value)
     assert with_gidgethub(fake, get)["number"] == 1
 

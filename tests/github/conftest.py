@@ -7,6 +7,7 @@ the fake ends by asserting that GitHub would have accepted every request it was 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,33 @@ def make_client(fake: FakeGitHub, key: bytes, **options: Any) -> GitHubClient:
         "clock": fake.clock.now,
     }
     return GitHubClient(app_credentials(fake, key), **(settings | options))
+
+
+class FakeTime:
+    """The client's clocks, moved only by its own sleeps: pacing and rate-limit waits are
+    asserted as the waits it asked for, not measured in wall time (a loaded machine stretches
+    those). Each sleep moves the fake GitHub's clock by as much, so both sides agree."""
+
+    def __init__(self, fake: FakeGitHub) -> None:
+        self._fake = fake
+        self.started = fake.clock.now()  # epoch seconds at ``at == 0``
+        self.at = 0.0  # seconds slept so far: the client's monotonic clock
+        self.slept: list[float] = []
+
+    def now(self) -> float:
+        return self.started + self.at
+
+    def monotonic(self) -> float:
+        return self.at
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.at += seconds
+        self._fake.advance_clock(seconds)
+        await asyncio.sleep(0)
+
+    def client_options(self) -> dict[str, Any]:
+        return {"clock": self.now, "monotonic": self.monotonic, "sleep": self.sleep}
 
 
 @pytest.fixture

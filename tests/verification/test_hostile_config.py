@@ -271,8 +271,14 @@ def hostile_branches(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return repo
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", HOSTILE)
+def cli_cases(fast: str) -> list[object]:
+    """Every hostile file, all but ``fast`` marked slow: the parser refuses each of them in this
+    process above; through the command, one of them stands for the rest in make test-fast."""
+    return [pytest.param(name, marks=() if name == fast else pytest.mark.slow)
+            for name in HOSTILE]
+
+
+@pytest.mark.parametrize("name", cli_cases("billion-laughs"))
 def test_verify_at_a_revision_exits_2_naming_the_file(hostile_branches: Path, name: str) -> None:
     result = verify_command(hostile_branches, "--base", "main", "--head", name)
     assert result.returncode == 2, result.stderr
@@ -280,8 +286,7 @@ def test_verify_at_a_revision_exits_2_naming_the_file(hostile_branches: Path, na
     assert result.stdout == ""
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", HOSTILE)
+@pytest.mark.parametrize("name", cli_cases("oversized"))
 def test_verify_of_the_working_tree_exits_2_naming_the_file(tmp_path: Path, name: str) -> None:
     repo = tmp_path / "repo"
     make_repo(repo, {"README.md": "# hostile\n"})
@@ -292,7 +297,6 @@ def test_verify_of_the_working_tree_exits_2_naming_the_file(tmp_path: Path, name
     assert result.stdout == ""
 
 
-@pytest.mark.slow
 def test_verify_refuses_a_symlinked_config_or_folder_at_a_revision(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     make_repo(repo, {"README.md": "# hostile\n", "elsewhere/ratchet.yml": "verify: {}\n"})

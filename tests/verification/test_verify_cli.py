@@ -165,7 +165,6 @@ def test_unknown_revision_and_missing_repository_exit_2(
     assert "not inside a git repository" in err
 
 
-@pytest.mark.slow
 def test_through_the_ratchet_command(monorepo: Path) -> None:
     help_run = subprocess.run(
         [sys.executable, "-m", "app.cli", "verify", "--help"],
