@@ -8,7 +8,7 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,9 +20,10 @@ from runner.budget import BadRaise, parse_raise
 from runner.errors import LedgerUnavailable, RatchetError, StaleWrite, UnknownRun
 from runner.ledger import Store, open_store
 from runner.ledger.records import Run, Signal
-from runner.names import EventType, SignalKind, SignalStatus
+from runner.names import EventType, SignalKind, SignalStatus, verb_of
 from runner.render import render_reply, say_next_action
 from runner.rundir import export_run
+from runner.signal_payloads import Approve, RaiseBudget, RequestChanges, SignalPayload
 from runner.status import read_status
 from runner.views import RunStatus
 from runner.workflow import is_end, is_stopped
@@ -87,28 +88,28 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--json", action="store_true")
     resume.set_defaults(handler=cmd_resume)
 
-    approve = _signal_parser(sub, "approve-spec", cmd_approve, what="approval",
+    approve = _signal_parser(sub, SignalKind.APPROVE, what="approval",
                              help="approve the current spec and continue")
     approve.add_argument("--hash", dest="hash_prefix", required=True, metavar="SHA256",
                          help="the spec's sha256 or its first 6+ characters (`ratchet status`"
                          " shows it): an approval names what it approves")
 
-    changes = _signal_parser(sub, "request-changes", cmd_request_changes, what="request",
-                             help="send the spec back with feedback")
-    changes.add_argument("--message", required=True)
+    feedback = _signal_parser(sub, SignalKind.REQUEST_CHANGES, what="request",
+                              help="send the spec back with feedback")
+    feedback.add_argument("--message", required=True)
 
-    _signal_parser(sub, "retry", cmd_retry, what="retry",
+    _signal_parser(sub, SignalKind.RETRY, what="retry",
                    help="take a failed or stopped run's step up again")
 
     _signal_parser(
-        sub, "verify-again", cmd_verify_again, what="request",
+        sub, SignalKind.RERUN_VERIFICATION, what="request",
         help="verify a stopped run's checkpointed tree again, without an agent",
         description="Run the verification plan again on the tree the run checkpointed last"
                     " (after a check's outside cause is fixed, or when a repair or publish"
                     " stopped); the run goes on from the result as after any verification.")
 
     budget = _signal_parser(
-        sub, "budget", cmd_budget, what="raise",
+        sub, SignalKind.BUDGET, what="raise",
         help="raise a run's budget; a run its budget stopped continues",
         epilog="AMOUNT: 1 or $1 (dollars; a bare number raises the limit the run reached),"
                " 30m (agent minutes), 2h (run hours), 3runs (agent runs)")
@@ -232,28 +233,21 @@ def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
     return _finish(store, settings, run, args.json)
 
 
-def cmd_approve(args: argparse.Namespace, settings: Settings) -> int:
-    return _signal(args, settings, SignalKind.APPROVE, hash=args.hash_prefix)
-
-
-def cmd_request_changes(args: argparse.Namespace, settings: Settings) -> int:
-    return _signal(args, settings, SignalKind.REQUEST_CHANGES, message=args.message)
-
-
-def cmd_retry(args: argparse.Namespace, settings: Settings) -> int:
-    return _signal(args, settings, SignalKind.RETRY)
-
-
-def cmd_verify_again(args: argparse.Namespace, settings: Settings) -> int:
-    return _signal(args, settings, SignalKind.RERUN_VERIFICATION)
-
-
-def cmd_budget(args: argparse.Namespace, settings: Settings) -> int:
-    try:
-        parse_raise(args.add)  # a usage error here, not a refusal from the worker
-    except BadRaise as exc:
-        return _error(f"--add {args.add}: {exc}", EXIT_USAGE)
-    return _signal(args, settings, SignalKind.BUDGET, amount=args.add)
+def cmd_signal(args: argparse.Namespace, settings: Settings) -> int:
+    """approve-spec, request-changes, retry, verify-again, budget: ``args.kind``'s signal."""
+    kind: SignalKind = args.kind
+    payload: SignalPayload = SignalPayload()
+    if kind is SignalKind.APPROVE:
+        payload = Approve(hash=args.hash_prefix)
+    elif kind is SignalKind.REQUEST_CHANGES:
+        payload = RequestChanges(message=args.message)
+    elif kind is SignalKind.BUDGET:
+        try:
+            parse_raise(args.add)  # a usage error here, not a refusal from the worker
+        except BadRaise as exc:
+            return _error(f"--add {args.add}: {exc}", EXIT_USAGE)
+        payload = RaiseBudget(amount=args.add)
+    return _signal(args, settings, kind, payload)
 
 
 def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
@@ -317,20 +311,21 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 # --- helpers -------------------------------------------------------------------------------
 
 
-def _signal_parser(sub: Any, name: str, handler: Callable[..., int], *, what: str,
+def _signal_parser(sub: Any, kind: SignalKind, *, what: str,
                    **options: str) -> argparse.ArgumentParser:
-    """A command that puts a signal in a run's inbox: RUN, ``--detach``, ``--json``."""
-    parser: argparse.ArgumentParser = sub.add_parser(name, **options)
+    """The command that puts a ``kind`` signal in a run's inbox (named by its verb): RUN,
+    ``--detach``, ``--json``."""
+    parser: argparse.ArgumentParser = sub.add_parser(verb_of(kind, cli=True), **options)
     parser.add_argument("run_id", metavar="RUN")
     parser.add_argument("--detach", action="store_true",
                         help=f"record the {what} and enqueue the run for a worker")
     parser.add_argument("--json", action="store_true")
-    parser.set_defaults(handler=handler)
+    parser.set_defaults(handler=cmd_signal, kind=kind)
     return parser
 
 
 def _signal(args: argparse.Namespace, settings: Settings, kind: SignalKind,
-            **payload: str) -> int:
+            payload: SignalPayload) -> int:
     """Put the local user's signal in the run's inbox; unless detached, answer it here and
     continue the run. A refused signal is a usage error saying why (exit 2)."""
     store = _store(settings)
@@ -338,7 +333,7 @@ def _signal(args: argparse.Namespace, settings: Settings, kind: SignalKind,
     before = store.get_run(args.run_id)
     if is_end(before.state):
         return _error(f"run {before.id} has already ended ({before.state.value})", EXIT_USAGE)
-    signal = engine.signal(args.run_id, kind, author=_who(), **payload)
+    signal = engine.signal(args.run_id, kind, author=_who(), payload=payload)
     if args.detach:
         _announce(_enqueue(settings, args.run_id), args.json)
         return _finish(store, settings, store.get_run(args.run_id), args.json, announce=False)

@@ -32,7 +32,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
 from github.events import parse_event
-from github.routing import Ignore, RouteSettings, Signal, StartRun, VerifyPullRequest, route
+from github.routing import Ignore, RouteSettings, StartRun, VerifyPullRequest, route
 from runner.errors import LedgerUnavailable
 from runner.intake import new_run
 from runner.ledger.records import DeliveryIntake, DeliveryOutcome, NewDelivery, NewRun, SignalFor
@@ -137,11 +137,8 @@ class WebhookReceiver:
             return DeliveryIntake(delivery, start=self._new_run(intent))
         if isinstance(intent, VerifyPullRequest):
             return DeliveryIntake(delivery, start=self._verification(intent))
-        if isinstance(intent, Signal):
-            return DeliveryIntake(delivery, signal=SignalFor(
-                repo=intent.clone_url, number=intent.number, kind=intent.kind,
-                author=intent.author, origin="github", payload=intent.payload,
-                run_id=intent.run_id))
+        if isinstance(intent, SignalFor):
+            return DeliveryIntake(delivery, signal=intent)
         return DeliveryIntake(delivery)
 
     def _new_run(self, start: StartRun) -> NewRun:
@@ -216,7 +213,7 @@ class DeliveryWriter:
 def _decision(intent: object) -> str:
     if isinstance(intent, StartRun | VerifyPullRequest):
         return "start"
-    return "signal" if isinstance(intent, Signal) else "ignore"
+    return "signal" if isinstance(intent, SignalFor) else "ignore"
 
 
 def _describe(intent: object) -> str:
@@ -224,7 +221,7 @@ def _describe(intent: object) -> str:
         return f"issue #{intent.issue} labeled {intent.label} by {intent.author}"
     if isinstance(intent, VerifyPullRequest):
         return f"pull request #{intent.number} at {intent.head_sha[:12]}: {intent.source}"
-    if isinstance(intent, Signal):
+    if isinstance(intent, SignalFor):
         target = intent.run_id or f"#{intent.number}"
         kind = intent.kind.value if isinstance(intent.kind, SignalKind) else intent.kind
         return f"{kind} from {intent.author} for {target}"

@@ -56,6 +56,7 @@ from runner.engine import Engine  # noqa: E402
 from runner.ledger import open_store  # noqa: E402
 from runner.ledger.store import Store  # noqa: E402
 from runner.names import EventType, SignalKind  # noqa: E402
+from runner.signal_payloads import Approve  # noqa: E402
 from runner.workflow import State, is_runnable  # noqa: E402
 
 log = logging.getLogger("bench.throughput")
@@ -127,7 +128,7 @@ def drive(store: Store, engine: Engine, enqueue: Callable[[str], None], count: i
                     continue  # approved already; its worker has not answered yet
                 spec = store.read_artifact(run.id, "spec.md") or b""
                 engine.signal(run.id, SignalKind.APPROVE, author="bench",
-                              hash=hashlib.sha256(spec).hexdigest())
+                              payload=Approve(hash=hashlib.sha256(spec).hexdigest()))
                 enqueue(run.id)
             elif run.state is State.DONE:
                 pending.discard(run.id)

@@ -11,20 +11,17 @@ import re
 from dataclasses import dataclass
 
 from runner.budget import BadRaise, parse_raise
-from runner.names import SignalKind
+from runner.names import VERBS, SignalKind
+from runner.signal_payloads import (
+    Approve,
+    CommentRef,
+    RaiseBudget,
+    RequestChanges,
+    SignalPayload,
+)
 
 PREFIX = "/ratchet"
 _COMMAND = re.compile(r"^/ratchet(?:\s+(?P<verb>[a-z-]+))?(?P<rest>.*)$", re.IGNORECASE)
-# The verbs and what they ask the run for.
-VERBS = {
-    "approve": SignalKind.APPROVE,
-    "request-changes": SignalKind.REQUEST_CHANGES,
-    "retry": SignalKind.RETRY,
-    "verify-again": SignalKind.RERUN_VERIFICATION,
-    "cancel": SignalKind.CANCEL,
-    "status": SignalKind.STATUS,
-    "budget": SignalKind.BUDGET,
-}
 # Feedback is the next specify prompt and the ledger's record of it: at most what GitHub lets a
 # comment or review body hold. A spec hash is 64 hex characters; what is echoed back is capped.
 MAX_FEEDBACK_CHARS = 65_536
@@ -39,7 +36,17 @@ USAGE = (
 @dataclass(frozen=True)
 class Command:
     kind: SignalKind
-    argument: str  # the hash, the feedback, or empty
+    argument: str  # the hash, the feedback, the amount, or empty
+
+    def payload(self, *, comment: CommentRef | None = None) -> SignalPayload:
+        """The signal's payload, carried by ``comment``."""
+        if self.kind is SignalKind.APPROVE:
+            return Approve(hash=self.argument, comment=comment)
+        if self.kind is SignalKind.REQUEST_CHANGES:
+            return RequestChanges(message=self.argument, comment=comment)
+        if self.kind is SignalKind.BUDGET:
+            return RaiseBudget(amount=self.argument, comment=comment)
+        return SignalPayload(comment=comment)
 
 
 class CommandError(ValueError):

@@ -8,7 +8,7 @@ itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from github.commands import CommandError, checked_feedback, parse_command
 from github.events import (
@@ -21,8 +21,12 @@ from github.events import (
     WebhookEvent,
 )
 from runner.checkruns import VERIFY_CHECK, CheckRunId
-from runner.names import SignalKind
+from runner.ledger.records import SignalFor
+from runner.names import VERBS, SignalKind
 from runner.origin import is_run_branch
+from runner.signal_payloads import Approve, Cancel, CommentRef, RequestChanges
+
+ORIGIN = "github"  # the origin of the signals routed here (github.permissions asks GitHub)
 
 
 @dataclass(frozen=True)
@@ -67,23 +71,13 @@ class VerifyPullRequest:
 
 
 @dataclass(frozen=True)
-class Signal:
-    """A signal for the active run of an issue or pull request."""
-
-    clone_url: str
-    number: int  # the issue or pull request (0 when ``run_id`` names the run)
-    kind: SignalKind
-    author: str
-    payload: dict[str, object] = field(default_factory=dict)
-    run_id: str | None = None
-
-
-@dataclass(frozen=True)
 class Ignore:
     reason: str
 
 
-Intent = StartRun | VerifyPullRequest | Signal | Ignore
+# A signal is the ledger's own record: a signal for the active run of an issue or pull request
+# (``repo`` is the run's, its clone URL), or for the run an event names.
+Intent = StartRun | VerifyPullRequest | SignalFor | Ignore
 
 
 def route(name: str, event: WebhookEvent | None, settings: RouteSettings) -> Intent:
@@ -121,11 +115,9 @@ def _issues(event: IssuesEvent, settings: RouteSettings) -> Intent:
             author=event.sender.login,
         )
     if event.action == "unlabeled" and label in settings.trigger_labels:
-        return Signal(repo.clone_url, issue.number, SignalKind.CANCEL, event.sender.login,
-                      {"reason": f"the {label} label was removed"})
+        return _cancel(event, f"the {label} label was removed")
     if event.action == "closed":
-        return Signal(repo.clone_url, issue.number, SignalKind.CANCEL, event.sender.login,
-                      {"reason": "the issue was closed"})
+        return _cancel(event, "the issue was closed")
     return Ignore(f"issues.{event.action} does not start or stop a run")
 
 
@@ -167,16 +159,14 @@ def _comment(event: IssueCommentEvent, settings: RouteSettings) -> Intent:
         return Ignore(str(exc))
     if command is None:
         return Ignore("no /ratchet command")
-    payload: dict[str, object] = {
-        "comment": {"id": comment.id, "issue": event.issue.number}}
-    if command.kind is SignalKind.APPROVE:
-        payload["hash"] = command.argument
-    elif command.kind is SignalKind.REQUEST_CHANGES:
-        payload["message"] = command.argument
-    elif command.kind is SignalKind.BUDGET:
-        payload["amount"] = command.argument
-    return Signal(event.repository.clone_url, event.issue.number, command.kind,
-                  comment.user.login, payload)
+    payload = command.payload(comment=CommentRef(id=comment.id, issue=event.issue.number))
+    return SignalFor(event.repository.clone_url, event.issue.number, command.kind,
+                     comment.user.login, ORIGIN, payload)
+
+
+def _cancel(event: IssuesEvent, reason: str) -> SignalFor:
+    return SignalFor(event.repository.clone_url, event.issue.number, SignalKind.CANCEL,
+                     event.sender.login, ORIGIN, Cancel(reason=reason))
 
 
 def _review(event: PullRequestReviewEvent) -> Intent:
@@ -192,9 +182,9 @@ def _review(event: PullRequestReviewEvent) -> Intent:
         message = checked_feedback(review.body or "")
     except CommandError as exc:
         return Ignore(str(exc))
-    return Signal(event.repository.clone_url, event.pull_request.number,
-                  SignalKind.REQUEST_CHANGES, review.user.login,
-                  {"message": message, "review": review.id})
+    return SignalFor(event.repository.clone_url, event.pull_request.number,
+                     SignalKind.REQUEST_CHANGES, review.user.login, ORIGIN,
+                     RequestChanges(message=message, review=review.id))
 
 
 def _check_run(event: CheckRunEvent, settings: RouteSettings) -> Intent:
@@ -203,16 +193,18 @@ def _check_run(event: CheckRunEvent, settings: RouteSettings) -> Intent:
         return Ignore("another app's check run")
     if event.action == "requested_action" and event.requested_action is not None:
         named = CheckRunId.parse(check.external_id or "")
-        if event.requested_action.identifier != "approve" or named is None:
-            return Ignore(f"unknown action {event.requested_action.identifier!r}")
-        return Signal(event.repository.clone_url, 0, SignalKind.APPROVE, event.sender.login,
-                      {"hash": named.spec, "check_run": check.id}, run_id=named.run_id)
+        identifier = event.requested_action.identifier
+        if VERBS.get(identifier) is not SignalKind.APPROVE or named is None:
+            return Ignore(f"unknown action {identifier!r}")
+        return SignalFor(event.repository.clone_url, 0, SignalKind.APPROVE,
+                         event.sender.login, ORIGIN,
+                         Approve(hash=named.spec, check_run=check.id), run_id=named.run_id)
     if event.action == "rerequested":
-        return _rerun(event)
+        return _rerequested(event)
     return Ignore(f"check_run.{event.action} is not used")
 
 
-def _rerun(event: CheckRunEvent) -> Intent:
+def _rerequested(event: CheckRunEvent) -> Intent:
     """Re-run a ``ratchet/verify`` check: verify that head again and report it in a new check
     run (GitHub shows the newest of a name on a commit); the run it came from is untouched."""
     check = event.check_run

@@ -29,6 +29,7 @@ from runner.names import SignalKind
 from runner.scheduler import Scheduler
 from runner.session import OnChange, SessionParts
 from runner.settings import EngineSettings
+from runner.signal_payloads import SignalPayload
 from runner.signals import Authorizer, LocalAuthorizer
 from runner.workspace import NO_ACCESS, RemoteAccess, Workspaces
 
@@ -81,9 +82,11 @@ class Engine:
             agent_path=(self.settings.child_env or os.environ).get("PATH"),
         )
 
-    def signal(self, run_id: str, kind: SignalKind, *, author: str, **payload: str) -> Signal:
+    def signal(self, run_id: str, kind: SignalKind, *, author: str,
+               payload: SignalPayload | None = None) -> Signal:
         """The local user's signal, recorded in the run's inbox (answered by ``drive``)."""
-        return send_signal(self.store, local_signal(run_id, kind, author=author, **payload))
+        return send_signal(self.store, local_signal(run_id, kind, author=author,
+                                                    payload=payload))
 
     def receive(self, signal: NewSignal) -> Signal:
         """A signal from elsewhere (a forge), recorded once per source id."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from runner.canonical import sha256_hex
 from runner.changes import effect, entry_event, stop, unchanged, wait_deadline
@@ -22,6 +23,7 @@ from runner.effects import EffectRequest
 from runner.errors import CorruptRecord
 from runner.ledger.records import Change, Checkpoint, NewEvent, Run, Signal, SignalDecision
 from runner.names import EffectKind, EventType, SignalKind, SignalStatus, StepId
+from runner.signal_payloads import RequestChanges
 from runner.signals import Verdict
 from runner.views import RunStatus
 from runner.workflow import Outcome, transition
@@ -93,7 +95,7 @@ def refusal(run: Run, signal: Signal, verdict: Verdict) -> Change:
     reply = effect(run, EffectKind.REPLY, f"reply.{answer_name(signal)}", {
         "run": run.id, "signal": signal.id, "author": signal.author,
         "refusal": verdict.refusal.value, "params": dict(verdict.params),
-        "in_reply_to": signal.payload.get("comment"),
+        "in_reply_to": _comment(signal),
     })
     return unchanged(run, events=(NewEvent(
         EventType.SIGNAL_REFUSED, step=run.step,
@@ -111,7 +113,7 @@ def status_reply(run: Run, signal: Signal, verdict: Verdict, status: RunStatus) 
                    "completed": status.completed_steps, "reason": status.reason,
                    "next_action": status.next_action.to_dict(),
                    "usage": {k: v for k, v in status.usage.items() if k != "steps"}},
-        "in_reply_to": signal.payload.get("comment"),
+        "in_reply_to": _comment(signal),
     })
     return unchanged(run, effects=(reply.intent(),),
                      signal=SignalDecision(signal.id, SignalStatus.ACCEPTED, verdict.reason))
@@ -119,11 +121,17 @@ def status_reply(run: Run, signal: Signal, verdict: Verdict, status: RunStatus) 
 
 def acknowledgement(run: Run, signal: Signal, content: str) -> tuple[EffectRequest, ...]:
     """A reaction on the comment that carried an accepted signal (none without a comment)."""
-    if signal.payload.get("comment") is None:
+    if signal.payload.comment is None:
         return ()
     return (effect(run, EffectKind.REACTION, f"ack.{answer_name(signal)}", {
         "run": run.id, "signal": signal.id, "content": content,
-        "comment": signal.payload["comment"]}),)
+        "comment": _comment(signal)}),)
+
+
+def _comment(signal: Signal) -> dict[str, Any] | None:
+    """The comment that carried ``signal``, as effect payloads name it (None: no comment)."""
+    comment = signal.payload.comment
+    return comment.model_dump(exclude_none=True) if comment is not None else None
 
 
 def _accepted_event(run: Run, signal: Signal) -> NewEvent:
@@ -174,7 +182,8 @@ def acceptance(run: Run, signal: Signal, outcome: Outcome, *, spec_sha256: str |
                                data={"sha256": spec_sha256, "by": signal.author}))
         artifacts["approved-spec.sha256"] = f"{spec_sha256}\n".encode()
     elif outcome is Outcome.CHANGES_REQUESTED:
-        message = str(signal.payload.get("message", ""))
+        message = (signal.payload.message if isinstance(signal.payload, RequestChanges)
+                   else "")
         checkpoint = Checkpoint(run.id, run.step, run.attempt, {"spec": spec_sha256}, {
             "outcome": outcome.value, "signal": signal.id, "by": signal.author,
             "changes_requested": message})

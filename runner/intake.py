@@ -25,6 +25,7 @@ from runner.ledger.records import NewRun, NewSignal, Run, Signal
 from runner.ledger.store import Store
 from runner.names import SignalKind
 from runner.origin import AgentChoice, LocalOrigin, Origin, new_run_id, run_branch
+from runner.signal_payloads import Cancel, SignalPayload
 from runner.tracking import tracking_edit, with_first_edit
 from runner.workflow import PULL_REQUEST_WORKFLOW, State
 from runner.workspace import Workspaces
@@ -119,10 +120,10 @@ def check_config(workspaces: Workspaces, repo_url: str, base: str) -> None:
 
 
 def local_signal(run_id: str, kind: SignalKind, *, author: str,
-                 **payload: str) -> NewSignal:
-    """A signal from this host's user, with a fresh source id."""
+                 payload: SignalPayload | None = None) -> NewSignal:
+    """A signal from this host's user, with a fresh source id (``payload``: the kind's)."""
     return NewSignal(id=f"cli:{secrets.token_hex(8)}", run_id=run_id, kind=kind,
-                     author=author, origin=LOCAL, payload=payload)
+                     author=author, origin=LOCAL, payload=payload or SignalPayload())
 
 
 def send_signal(store: Store, signal: NewSignal) -> Signal:
@@ -137,7 +138,8 @@ def cancel_now(store: Store, run_id: str, *, reason: str, author: str) -> Run:
     """The local user's cancel: applied at once, whoever holds the run (a fencing takeover),
     recorded as an accepted signal with the tracking comment's edit."""
     run = store.get_run(run_id)
-    signal = local_signal(run_id, SignalKind.CANCEL, author=author, reason=reason)
+    signal = local_signal(run_id, SignalKind.CANCEL, author=author,
+                          payload=Cancel(reason=reason))
     tracking = tracking_edit(run, state=State.CANCELLED, step=run.step, reason=reason,
                              completed=store.completed_steps(run_id), spec_sha256=None,
                              at=time.time())

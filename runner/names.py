@@ -123,6 +123,29 @@ class SignalKind(StrEnum):
     BUDGET = "budget"  # payload: {"amount": "+1" | "+30m" | ...}; raises it, resumes a stop
 
 
+# The verbs people use, each for one kind, the same on every surface: ``/ratchet <verb>`` in a
+# comment, the dashboard's ``/runs/<run>/<verb>`` form, the spec check run's button, and
+# ``ratchet <verb> RUN`` (but for the kinds in CLI_VERBS). Payloads: runner/signal_payloads.py.
+VERBS: dict[str, SignalKind] = {
+    "approve": SignalKind.APPROVE,
+    "request-changes": SignalKind.REQUEST_CHANGES,
+    "retry": SignalKind.RETRY,
+    "verify-again": SignalKind.RERUN_VERIFICATION,
+    "cancel": SignalKind.CANCEL,
+    "status": SignalKind.STATUS,
+    "budget": SignalKind.BUDGET,
+}
+# Where the command line says it otherwise: ``ratchet approve-spec RUN --hash H``.
+CLI_VERBS: dict[SignalKind, str] = {SignalKind.APPROVE: "approve-spec"}
+
+
+def verb_of(kind: SignalKind, *, cli: bool = False) -> str:
+    """The verb that asks for ``kind`` (on the command line, with ``cli``)."""
+    if cli and kind in CLI_VERBS:
+        return CLI_VERBS[kind]
+    return next(verb for verb, known in VERBS.items() if known is kind)
+
+
 class SignalStatus(StrEnum):
     PENDING = "pending"
     ACCEPTED = "accepted"

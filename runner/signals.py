@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from runner.budget import BadRaise, Limit, parse_raise
 from runner.ledger.records import Run, Signal
 from runner.names import SignalKind, StepId
+from runner.signal_payloads import Approve, RaiseBudget, RequestChanges
 from runner.workflow import Outcome, State, is_end, is_stopped
 
 # Shorter prefixes of the spec hash are too easy to match by accident.
@@ -113,11 +114,12 @@ def decide_signal(
             return _refuse(Refusal.NOT_WAITING_FOR_APPROVAL, state=run.state.value)
         if spec_sha256 is None:
             return _refuse(Refusal.NO_SPEC)
+        payload = signal.payload
         if kind is SignalKind.REQUEST_CHANGES:
-            if not str(signal.payload.get("message", "")).strip():
+            if not isinstance(payload, RequestChanges) or not payload.message.strip():
                 return _refuse(Refusal.EMPTY_MESSAGE)
             return Verdict(True, Outcome.CHANGES_REQUESTED)
-        given = str(signal.payload.get("hash", "")).strip().lower()
+        given = payload.hash.strip().lower() if isinstance(payload, Approve) else ""
         if len(given) < MIN_HASH_PREFIX or not spec_sha256.startswith(given):
             return _refuse(Refusal.STALE_HASH, given=given, current=spec_sha256)
         return Verdict(True, Outcome.APPROVED)
@@ -135,7 +137,7 @@ def decide_signal(
 
 
 def _decide_raise(run: Run, signal: Signal, budget_stop: Mapping[str, Any] | None) -> Verdict:
-    amount = str(signal.payload.get("amount", "")).strip()
+    amount = signal.payload.amount.strip() if isinstance(signal.payload, RaiseBudget) else ""
     stopped = budget_stop if run.state is State.NEEDS_HUMAN else None
     try:
         which, add = parse_raise(amount, stopped_by=Limit(stopped["limit"]) if stopped else None)

@@ -20,6 +20,7 @@ from runner.names import EventType, SignalKind, SignalStatus
 from runner.origin import LocalOrigin
 from runner.redact import Redactor
 from runner.render import render_reply, render_tracking, say_next_action
+from runner.signal_payloads import Approve, CommentRef, read_payload
 from runner.signals import Authorization, Refusal, decide_signal
 from runner.views import NextActionKind, next_action, tracking_view
 from runner.workflow import Outcome, State
@@ -41,8 +42,8 @@ def run_in(state: State, step: str = "x.1", **kw: object) -> Run:
 
 
 def signal(kind: SignalKind, **payload: str) -> Signal:
-    return Signal("cli:1", "r1", kind, "ann", "local", dict(payload), SignalStatus.PENDING,
-                  None, NOW, None)
+    return Signal("cli:1", "r1", kind, "ann", "local", read_payload(kind, payload),
+                  SignalStatus.PENDING, None, NOW, None)
 
 
 class Words:
@@ -109,7 +110,7 @@ def test_a_signal_is_answered_by_one_change_built_without_io():
     history = [Checkpoint("r1", step, 1, {}, {}) for step in ("queued.1", "research.1",
                                                               "specify.1")]
     approve = replace(signal(SignalKind.APPROVE, hash=SPEC[:12]),
-                      payload={"hash": SPEC[:12], "comment": {"id": 5, "issue": 7}})
+                      payload=Approve(hash=SPEC[:12], comment=CommentRef(id=5, issue=7)))
     verdict = decide_signal(waiting, approve, authorization=ALLOWED, spec_sha256=SPEC,
                             has_tree=False)
     change, taken = inbox.acceptance(

@@ -21,8 +21,9 @@ from starlette.testclient import TestClient
 from app.service import create_app
 from app.webhooks import MAX_BODY_BYTES, WebhookConfig, WebhookReceiver
 from github.events import parse_event
-from github.routing import Ignore, RouteSettings, Signal, route
+from github.routing import Ignore, RouteSettings, route
 from runner.ledger import open_store
+from runner.ledger.records import SignalFor
 from runner.ledger.store import Store
 from runner.names import SignalKind, SignalStatus
 from tests.webhook_examples import documented
@@ -122,7 +123,7 @@ def test_commands_become_signals_of_the_active_run(deliveries: Deliveries) -> No
                               comment("LGTM mostly.\n/ratchet request-changes cover\nzero too"))
     again = deliveries.post("issue_comment", comment("/ratchet verify-again"))
     assert (approve.status_code, changes.status_code, again.status_code) == (202, 202, 202)
-    kinds = [(s.kind, s.payload) for s in deliveries.store.signals(run_id)]
+    kinds = [(s.kind, s.payload.to_stored()) for s in deliveries.store.signals(run_id)]
     assert kinds == [
         (SignalKind.APPROVE, {"hash": "3f2a9c0b1d2e", "comment": {"id": 555, "issue": 7}}),
         (SignalKind.REQUEST_CHANGES, {"message": "cover\nzero too",
@@ -312,6 +313,6 @@ def test_a_review_requesting_changes_sends_the_spec_back(payload: dict[str, Any]
     if isinstance(intent, Ignore):
         assert expected in intent.reason
         return
-    assert isinstance(intent, Signal)
+    assert isinstance(intent, SignalFor)
     assert (intent.number, intent.kind, intent.author) == (4, SignalKind.REQUEST_CHANGES, "bob")
-    assert intent.payload == {"message": expected, "review": 31}
+    assert intent.payload.to_stored() == {"message": expected, "review": 31}

@@ -45,11 +45,11 @@ from app.webhooks import WebhookConfig, WebhookReceiver
 from github.client import GitHubClient
 from github.events import IssueCommentEvent, parse_event
 from github.repository import RepoAPI
-from github.routing import Ignore, RouteSettings, Signal, StartRun, route
+from github.routing import Ignore, RouteSettings, StartRun, route
 from github.words import GITHUB_WORDS
 from runner.errors import StaleWrite
 from runner.ledger import open_store
-from runner.ledger.records import Run
+from runner.ledger.records import Run, SignalFor
 from runner.ledger.store import Store
 from runner.origin import issue_of_branch
 from runner.render import say_next_action
@@ -110,7 +110,7 @@ def plan_job(event_name: str, payload: dict[str, Any], routing: RouteSettings) -
         return Skip(intent.reason)
     if isinstance(intent, StartRun):
         return JobPlan(intent.issue, why=f"issue #{intent.issue} labeled {intent.label}")
-    assert isinstance(intent, Signal)
+    assert isinstance(intent, SignalFor)
     kind = intent.kind.value
     if isinstance(event, IssueCommentEvent) and event.issue.is_pull_request:
         return JobPlan(None, pull=intent.number, why=f"{kind} from {intent.author}")

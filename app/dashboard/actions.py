@@ -25,13 +25,14 @@ from app.dashboard.guard import viewer_of
 from app.dashboard.sessions import CSRF_FIELD, csrf_valid
 from runner.intake import send_signal
 from runner.ledger.records import NewSignal
-from runner.names import SignalKind
+from runner.names import VERBS, SignalKind
+from runner.signal_payloads import Approve, RequestChanges, SignalPayload
 
 log = logging.getLogger(__name__)
 
-KINDS = {"approve": SignalKind.APPROVE, "request-changes": SignalKind.REQUEST_CHANGES,
-         "retry": SignalKind.RETRY, "verify-again": SignalKind.RERUN_VERIFICATION,
-         "cancel": SignalKind.CANCEL}
+# The kinds a run's page offers, each as a form posted to ``/runs/<run>/<verb>`` (VERBS).
+OFFERED = frozenset({SignalKind.APPROVE, SignalKind.REQUEST_CHANGES, SignalKind.RETRY,
+                     SignalKind.RERUN_VERIFICATION, SignalKind.CANCEL})
 MAX_MESSAGE = 20_000  # characters of a change request (a comment allows 65,536)
 MAX_FORM_BYTES = 64 * 1024
 _NONCE = re.compile(r"[0-9a-f]{16,64}")
@@ -47,8 +48,8 @@ class Actions:
                       name="dashboard_action")]
 
     async def act(self, request: Request) -> Response:
-        kind = KINDS.get(request.path_params["action"])
-        if kind is None:
+        kind = VERBS.get(request.path_params["action"])
+        if kind is None or kind not in OFFERED:
             raise PageError(404, "no such action; a run can be approved, sent back, retried,"
                                  " verified again or cancelled")
         declared = request.headers.get("content-length", "")
@@ -90,17 +91,17 @@ def _nonce(form: FormData) -> str:
     return nonce
 
 
-def _payload(kind: SignalKind, form: FormData) -> dict[str, str]:
+def _payload(kind: SignalKind, form: FormData) -> SignalPayload:
     if kind is SignalKind.APPROVE:
         sha = str(form.get("sha256") or "").strip().lower()
         if not _HASH.fullmatch(sha):
             raise PageError(400, "an approval names the spec it approves: its sha256")
-        return {"hash": sha}
+        return Approve(hash=sha)
     if kind is SignalKind.REQUEST_CHANGES:
         message = str(form.get("message") or "").strip()
         if not message:
             raise PageError(400, "say what to change: the feedback is empty")
         if len(message) > MAX_MESSAGE:
             raise PageError(400, f"the feedback is longer than {MAX_MESSAGE} characters")
-        return {"message": message}
-    return {}
+        return RequestChanges(message=message)
+    return SignalPayload()

@@ -12,6 +12,7 @@ from runner.canonical import canonical_json, digest, sha256_hex
 from runner.errors import CorruptCheckpoint
 from runner.names import EffectKind, EventType, SignalKind, SignalStatus, StepId
 from runner.origin import LocalOrigin, Origin, run_branch
+from runner.signal_payloads import SignalPayload, check_payload
 from runner.workflow import State
 
 
@@ -255,7 +256,10 @@ class NewSignal:
     kind: SignalKind
     author: str
     origin: str  # where it came from, for the authorizer: "local", "github", ...
-    payload: Mapping[str, Any] = field(default_factory=dict)
+    payload: SignalPayload = field(default_factory=SignalPayload)  # the kind's (PAYLOADS)
+
+    def __post_init__(self) -> None:
+        check_payload(self.kind, self.payload)
 
 
 @dataclass(frozen=True)
@@ -265,7 +269,7 @@ class Signal:
     kind: SignalKind
     author: str
     origin: str
-    payload: dict[str, Any]
+    payload: SignalPayload  # the kind's type (runner.signal_payloads.PAYLOADS)
     status: SignalStatus
     reason: str | None
     created_at: float
@@ -273,9 +277,9 @@ class Signal:
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "kind": self.kind.value, "author": self.author,
-                "origin": self.origin, "payload": self.payload, "status": self.status.value,
-                "reason": self.reason, "created_at": self.created_at,
-                "decided_at": self.decided_at}
+                "origin": self.origin, "payload": self.payload.to_stored(),
+                "status": self.status.value, "reason": self.reason,
+                "created_at": self.created_at, "decided_at": self.decided_at}
 
 
 @dataclass(frozen=True)
@@ -313,15 +317,19 @@ class NewDelivery:
 
 @dataclass(frozen=True)
 class SignalFor:
-    """A signal for the active run of an issue or pull request (found in the transaction)."""
+    """A signal for the active run of an issue or pull request (found in the transaction):
+    what ``github.routing.route`` decides for a command, a review, a button or a close."""
 
     repo: str  # the run's repository (``Run.repo``)
     number: int  # an issue or pull request number (0 with ``run_id``)
     kind: SignalKind
     author: str
     origin: str
-    payload: Mapping[str, Any] = field(default_factory=dict)
+    payload: SignalPayload = field(default_factory=SignalPayload)  # the kind's (PAYLOADS)
     run_id: str | None = None  # the run itself, when the event names it (a check run's)
+
+    def __post_init__(self) -> None:
+        check_payload(self.kind, self.payload)
 
 
 @dataclass(frozen=True)

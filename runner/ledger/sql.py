@@ -53,6 +53,7 @@ from runner.ledger.records import (
 )
 from runner.names import EffectKind, EventType, SignalKind, SignalStatus
 from runner.origin import Origin, parse_origin
+from runner.signal_payloads import read_payload
 from runner.workflow import ENDS, WAITS, State, allowed, is_runnable
 
 log = logging.getLogger(__name__)
@@ -958,7 +959,7 @@ class SqlStore(ABC):
             f"INSERT INTO signals ({SIGNAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (id) DO NOTHING",
             (signal.id, signal.run_id, signal.kind.value, signal.author, signal.origin,
-             json.dumps(dict(signal.payload), sort_keys=True), status.value, reason, at,
+             json.dumps(signal.payload.to_stored(), sort_keys=True), status.value, reason, at,
              decided),
         )
 
@@ -1044,9 +1045,10 @@ def _effect_from_row(row: Row) -> Effect:
 
 
 def _signal_from_row(row: Row) -> Signal:
+    kind = SignalKind(row["kind"])
     return Signal(
-        id=row["id"], run_id=row["run_id"], kind=SignalKind(row["kind"]), author=row["author"],
-        origin=row["origin"], payload=json.loads(row["payload"]),
+        id=row["id"], run_id=row["run_id"], kind=kind, author=row["author"],
+        origin=row["origin"], payload=read_payload(kind, json.loads(row["payload"])),
         status=SignalStatus(row["status"]), reason=row["reason"],
         created_at=row["created_at"], decided_at=row["decided_at"],
     )

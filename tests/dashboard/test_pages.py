@@ -200,7 +200,8 @@ def test_approve_from_the_page_records_a_signal_and_wakes_the_run(store, client,
     client.post("/runs/r-wait/approve", data=form, headers={"Origin": LOCAL_HOST})
     [signal] = store.signals("r-wait")
     assert (signal.kind, signal.author, signal.origin) == (SignalKind.APPROVE, "root", "local")
-    assert signal.payload == {"hash": spec_sha} and signal.status is SignalStatus.PENDING
+    assert signal.payload.to_stored() == {"hash": spec_sha}
+    assert signal.status is SignalStatus.PENDING
     assert woken == ["r-wait", "r-wait"]
     assert "Waiting to be answered: approve by root" in client.get("/runs/r-wait").text
 
@@ -208,7 +209,7 @@ def test_approve_from_the_page_records_a_signal_and_wakes_the_run(store, client,
     empty = client.post("/runs/r-wait/request-changes", data={**changes, "message": "  "})
     assert empty.status_code == 400 and len(store.signals("r-wait")) == 1
     client.post("/runs/r-wait/request-changes", data={**changes, "message": "Cover <0"})
-    assert store.signals("r-wait")[-1].payload == {"message": "Cover <0"}
+    assert store.signals("r-wait")[-1].payload.to_stored() == {"message": "Cover <0"}
 
 
 def test_verify_again_is_offered_only_to_a_stopped_run_with_a_tree(store, client, woken):

@@ -18,6 +18,7 @@ from runner.errors import TransientFailure
 from runner.ledger import open_store
 from runner.ledger.records import NewSignal
 from runner.names import EffectKind, SignalKind, SignalStatus
+from runner.signal_payloads import Approve, CommentRef
 from runner.signals import Authorization
 from runner.workflow import State
 from tests.e2e.harness import AGENT, Ratchet, make_target_repo
@@ -41,7 +42,7 @@ def waiting(tmp_path):
 def forge_approve(run_id: str, spec_hash: str, delivery: str) -> NewSignal:
     return NewSignal(id=f"github:{delivery}", run_id=run_id, kind=SignalKind.APPROVE,
                      author="mallory", origin="github",
-                     payload={"hash": spec_hash, "comment": {"id": 99}})
+                     payload=Approve(hash=spec_hash, comment=CommentRef(id=99)))
 
 
 def test_a_refused_author_changes_nothing_and_gets_one_reply(waiting):
@@ -74,9 +75,11 @@ def test_a_refused_author_changes_nothing_and_gets_one_reply(waiting):
 def test_local_signals_are_answered_in_order_each_once(waiting):
     engine, store, ratchet, run_id = waiting
     spec_hash = ratchet.spec_hash(run_id)
-    stale = engine.signal(run_id, SignalKind.APPROVE, author="ann", hash="abcdef")
-    good = engine.signal(run_id, SignalKind.APPROVE, author="ann", hash=spec_hash)
-    late = engine.signal(run_id, SignalKind.APPROVE, author="ann", hash=spec_hash)
+    stale = engine.signal(run_id, SignalKind.APPROVE, author="ann", payload=Approve(hash="abcdef"))
+    good = engine.signal(run_id, SignalKind.APPROVE, author="ann",
+                         payload=Approve(hash=spec_hash))
+    late = engine.signal(run_id, SignalKind.APPROVE, author="ann",
+                         payload=Approve(hash=spec_hash))
 
     assert engine.drive(run_id).state is State.DONE
 

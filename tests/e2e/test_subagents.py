@@ -27,6 +27,7 @@ from runner.engine import Engine
 from runner.ledger import open_store
 from runner.ledger.store import Store
 from runner.names import EventType, SignalKind
+from runner.signal_payloads import RaiseBudget
 from runner.workflow import State
 from tests.e2e.harness import (
     AGENT,
@@ -250,7 +251,7 @@ def test_subagents_count_against_the_budget_and_a_raise_runs_the_rest(
     assert "max_agent_runs" in (stopped.reason or "") and "gamma" in (stopped.reason or "")
     assert set(results(store, run_id)) == {"alpha", "beta"}
 
-    engine.signal(run_id, SignalKind.BUDGET, author="ann", amount="+2runs")
+    engine.signal(run_id, SignalKind.BUDGET, author="ann", payload=RaiseBudget(amount="+2runs"))
     assert engine.drive(run_id).state is State.AWAITING_APPROVAL
     assert Counter(ratchet.agent_runs()) == Counter(
         ["research.1", "research.1/alpha", "research.1/beta", "research.1/gamma", "specify.1"])

@@ -14,6 +14,7 @@ from github.repository import RepoTarget
 from runner.ledger import open_store
 from runner.ledger.records import NewRun, Run, Signal
 from runner.names import SignalKind, SignalStatus
+from runner.signal_payloads import Approve
 from tests.fakes.conftest import OWNER, REPO
 from tests.fakes.fakegithub import FakeGitHub, faults
 from tests.github.conftest import INSTALLATION
@@ -55,7 +56,7 @@ def signal(author: str, *, origin: str = "github", n: int = 1) -> Signal:
         kind=SignalKind.APPROVE,
         author=author,
         origin=origin,
-        payload={"hash": "abcdef"},
+        payload=Approve(hash="abcdef"),
         status=SignalStatus.PENDING,
         reason=None,
         created_at=time.time(),

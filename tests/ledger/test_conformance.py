@@ -31,6 +31,7 @@ from runner.ledger.records import (
     SignalFor,
 )
 from runner.names import EffectKind, SignalKind, SignalStatus
+from runner.signal_payloads import Approve
 from runner.workflow import State
 
 T0 = 1_000_000.0
@@ -336,27 +337,28 @@ def test_a_delivery_signals_the_active_run_of_an_issue_or_its_pull_request(store
     lease = store.acquire_lease("r1", "A", ttl=10, now=T0)
     store.link_pull_request(lease, 12)
     command = SignalFor("repo", 12, SignalKind.APPROVE, author="ann", origin="github",
-                        payload={"hash": "abcdef"})
+                        payload=Approve(hash="abcdef"))
     outcome = store.accept_delivery(
         NewDelivery("guid-9", "issue_comment", "created", "signal", "approve"), signal=command)
     assert (outcome.decision, outcome.run_id) == ("signal", "r1")
     [signal] = store.signals("r1")
-    assert (signal.id, signal.kind, signal.payload) == (
+    assert (signal.id, signal.kind, signal.payload.to_stored()) == (
         "delivery:guid-9", SignalKind.APPROVE, {"hash": "abcdef"})
     nobody = store.accept_delivery(
         NewDelivery("guid-10", "issue_comment", "created", "signal", "approve"),
-        signal=SignalFor("repo", 99, SignalKind.APPROVE, author="ann", origin="github"))
+        signal=SignalFor("repo", 99, SignalKind.APPROVE, author="ann", origin="github",
+                         payload=Approve(hash="abcdef")))
     assert nobody.decision == "ignore" and "no active run for #99" in nobody.reason
 
 
 def test_signals_are_recorded_once_per_source_and_decided_once(store):
     new_run(store)
     approve = NewSignal("github:delivery-1", "r1", SignalKind.APPROVE, author="ann",
-                        origin="github", payload={"hash": "abcdef"})
+                        origin="github", payload=Approve(hash="abcdef"))
     first, created = store.add_signal(approve, now=T0)
     again, created_again = store.add_signal(approve, now=T0 + 1)
     assert created and not created_again and again == first
-    assert first.status is SignalStatus.PENDING and first.payload == {"hash": "abcdef"}
+    assert first.status is SignalStatus.PENDING and first.payload.to_stored() == {"hash": "abcdef"}
     assert [s.id for s in store.signals("r1", status=SignalStatus.PENDING)] == [first.id]
     assert [e.type for e in store.events("r1")].count("SIGNAL_RECEIVED") == 1
     lease = store.acquire_lease("r1", "A", ttl=10, now=T0)
