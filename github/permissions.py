@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Collection
 
 from runner.ledger.records import Run, Signal
+from runner.names import GITHUB_ORIGIN, LOCAL_ORIGIN
 from runner.signals import Authorization
 
 from .client import GitHubClient
@@ -35,8 +36,6 @@ PERMISSION_TTL = 60.0
 # GitHub's base permissions that may signal a run ("maintain" is reported as "write").
 SIGNALLING_PERMISSIONS = frozenset({"admin", "write"})
 PERMISSION = "/repos/{owner}/{repo}/collaborators/{username}/permission"
-LOCAL_ORIGIN = "local"  # the operator on this host (CLI)
-GITHUB_ORIGIN = "github"  # a webhook delivery
 BOT_SUFFIX = "[bot]"
 
 Locate = Callable[[Run], RepoTarget]  # the repository (and installation) a run belongs to

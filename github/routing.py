@@ -22,11 +22,9 @@ from github.events import (
 )
 from runner.checkruns import VERIFY_CHECK, CheckRunId
 from runner.ledger.records import SignalFor
-from runner.names import VERBS, SignalKind
+from runner.names import GITHUB_ORIGIN, VERBS, SignalKind
 from runner.origin import is_run_branch
 from runner.signal_payloads import Approve, Cancel, CommentRef, RequestChanges
-
-ORIGIN = "github"  # the origin of the signals routed here (github.permissions asks GitHub)
 
 
 @dataclass(frozen=True)
@@ -161,12 +159,12 @@ def _comment(event: IssueCommentEvent, settings: RouteSettings) -> Intent:
         return Ignore("no /ratchet command")
     payload = command.payload(comment=CommentRef(id=comment.id, issue=event.issue.number))
     return SignalFor(event.repository.clone_url, event.issue.number, command.kind,
-                     comment.user.login, ORIGIN, payload)
+                     comment.user.login, GITHUB_ORIGIN, payload)
 
 
 def _cancel(event: IssuesEvent, reason: str) -> SignalFor:
     return SignalFor(event.repository.clone_url, event.issue.number, SignalKind.CANCEL,
-                     event.sender.login, ORIGIN, Cancel(reason=reason))
+                     event.sender.login, GITHUB_ORIGIN, Cancel(reason=reason))
 
 
 def _review(event: PullRequestReviewEvent) -> Intent:
@@ -183,7 +181,7 @@ def _review(event: PullRequestReviewEvent) -> Intent:
     except CommandError as exc:
         return Ignore(str(exc))
     return SignalFor(event.repository.clone_url, event.pull_request.number,
-                     SignalKind.REQUEST_CHANGES, review.user.login, ORIGIN,
+                     SignalKind.REQUEST_CHANGES, review.user.login, GITHUB_ORIGIN,
                      RequestChanges(message=message, review=review.id))
 
 
@@ -197,7 +195,7 @@ def _check_run(event: CheckRunEvent, settings: RouteSettings) -> Intent:
         if VERBS.get(identifier) is not SignalKind.APPROVE or named is None:
             return Ignore(f"unknown action {identifier!r}")
         return SignalFor(event.repository.clone_url, 0, SignalKind.APPROVE,
-                         event.sender.login, ORIGIN,
+                         event.sender.login, GITHUB_ORIGIN,
                          Approve(hash=named.spec, check_run=check.id), run_id=named.run_id)
     if event.action == "rerequested":
         return _rerequested(event)

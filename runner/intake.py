@@ -23,7 +23,7 @@ from runner.config import read_repository_config
 from runner.errors import RatchetError
 from runner.ledger.records import NewRun, NewSignal, Run, Signal
 from runner.ledger.store import Store
-from runner.names import SignalKind
+from runner.names import LOCAL_ORIGIN, SignalKind
 from runner.origin import AgentChoice, LocalOrigin, Origin, new_run_id, run_branch
 from runner.signal_payloads import Cancel, SignalPayload
 from runner.tracking import tracking_edit, with_first_edit
@@ -32,9 +32,6 @@ from runner.workspace import Workspaces
 from verification.config import ConfigError
 
 log = logging.getLogger(__name__)
-
-LOCAL = "local"  # the origin of signals from this host's user
-
 
 def new_run(origin: Origin, *, repo: str, title: str, body: str = "",
             workflow: str = "issue", issue: int | None = None, pr: int | None = None,
@@ -123,7 +120,7 @@ def local_signal(run_id: str, kind: SignalKind, *, author: str,
                  payload: SignalPayload | None = None) -> NewSignal:
     """A signal from this host's user, with a fresh source id (``payload``: the kind's)."""
     return NewSignal(id=f"cli:{secrets.token_hex(8)}", run_id=run_id, kind=kind,
-                     author=author, origin=LOCAL, payload=payload or SignalPayload())
+                     author=author, origin=LOCAL_ORIGIN, payload=payload or SignalPayload())
 
 
 def send_signal(store: Store, signal: NewSignal) -> Signal:

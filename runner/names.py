@@ -146,6 +146,12 @@ def verb_of(kind: SignalKind, *, cli: bool = False) -> str:
     return next(verb for verb, known in VERBS.items() if known is kind)
 
 
+# Where a signal came from (``Signal.origin``), for the authorizer: this host's operator (the
+# CLI, an open dashboard), or GitHub (a webhook delivery, a dashboard user signed in with it).
+LOCAL_ORIGIN = "local"
+GITHUB_ORIGIN = "github"
+
+
 class SignalStatus(StrEnum):
     PENDING = "pending"
     ACCEPTED = "accepted"

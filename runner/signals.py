@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from runner.budget import BadRaise, Limit, parse_raise
 from runner.ledger.records import Run, Signal
-from runner.names import SignalKind, StepId
+from runner.names import LOCAL_ORIGIN, SignalKind, StepId
 from runner.signal_payloads import Approve, RaiseBudget, RequestChanges
 from runner.workflow import Outcome, State, is_end, is_stopped
 
@@ -58,7 +58,7 @@ class LocalAuthorizer:
     """Runs on this host obey the local user (CLI signals); other sources are not trusted."""
 
     def authorize(self, run: Run, signal: Signal) -> Authorization:
-        if signal.origin == "local":
+        if signal.origin == LOCAL_ORIGIN:
             return Authorization(True, "local user")
         return Authorization(False, f"signals from {signal.origin!r} are not accepted for a"
                                     " local run")

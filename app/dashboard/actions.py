@@ -25,7 +25,7 @@ from app.dashboard.guard import viewer_of
 from app.dashboard.sessions import CSRF_FIELD, csrf_valid
 from runner.intake import send_signal
 from runner.ledger.records import NewSignal
-from runner.names import VERBS, SignalKind
+from runner.names import GITHUB_ORIGIN, LOCAL_ORIGIN, VERBS, SignalKind
 from runner.signal_payloads import Approve, RequestChanges, SignalPayload
 
 log = logging.getLogger(__name__)
@@ -80,8 +80,8 @@ class Actions:
 
 def _signer(viewer: Viewer, *, operator: str) -> tuple[str, str]:
     if viewer.kind is ViewerKind.GITHUB:
-        return viewer.login, "github"
-    return operator, "local"
+        return viewer.login, GITHUB_ORIGIN
+    return operator, LOCAL_ORIGIN
 
 
 def _nonce(form: FormData) -> str:

@@ -255,7 +255,7 @@ class NewSignal:
     run_id: str
     kind: SignalKind
     author: str
-    origin: str  # where it came from, for the authorizer: "local", "github", ...
+    origin: str  # where it came from, for the authorizer (runner.names: LOCAL_ORIGIN, ...)
     payload: SignalPayload = field(default_factory=SignalPayload)  # the kind's (PAYLOADS)
 
     def __post_init__(self) -> None:
