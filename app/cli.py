@@ -102,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="take a failed or stopped run's step up again")
 
     _signal_parser(
-        sub, SignalKind.RERUN_VERIFICATION, what="request",
+        sub, SignalKind.VERIFY_AGAIN, what="request",
         help="verify a stopped run's checkpointed tree again, without an agent",
         description="Run the verification plan again on the tree the run checkpointed last"
                     " (after a check's outside cause is fixed, or when a repair or publish"

@@ -19,7 +19,7 @@ from runner.origin import GitHubOrigin
 from runner.session import OnChange
 from runner.signals import Authorization, LocalAuthorizer
 from runner.sink import LocalSink
-from runner.workspace import NO_ACCESS, RemoteAccess, Workspaces
+from runner.worktrees import NO_ACCESS, RemoteAccess, Worktrees
 
 if TYPE_CHECKING:
     from app.github import GitHubRuns
@@ -30,15 +30,15 @@ NO_APP = ("this run came from GitHub but this host has no GitHub App configured:
 
 def build_engine(store: Store, settings: Settings, *, on_change: OnChange | None = None) -> Engine:
     engine_settings = settings.engine_settings()
-    workspaces = Workspaces(engine_settings.home / "work")
-    github = _github_runs(settings, store, workspaces)
+    worktrees = Worktrees(engine_settings.home / "work")
+    github = _github_runs(settings, store, worktrees)
 
     def executor_for(run: Run, worktree: Path | None) -> EffectExecutor:
         origin = run.origin
         if isinstance(origin, GitHubOrigin):
             return github.executor(run, worktree) if github else Unreachable()
         outbox = origin.outbox or engine_settings.run_dir(run.id) / "outbox"
-        return LocalSink(Path(outbox), workspaces, worktree, CLI_WORDS)
+        return LocalSink(Path(outbox), worktrees, worktree, CLI_WORDS)
 
     def access_for(run: Run) -> RemoteAccess:
         if not isinstance(run.origin, GitHubOrigin):
@@ -47,11 +47,11 @@ def build_engine(store: Store, settings: Settings, *, on_change: OnChange | None
             raise AuthorityFailure(NO_APP)
         return github.access(run)
 
-    return Engine(store, engine_settings, executor_for=executor_for, workspaces=workspaces,
+    return Engine(store, engine_settings, executor_for=executor_for, worktrees=worktrees,
                   on_change=on_change, authorizer=RunAuthorizer(github), access_for=access_for)
 
 
-def _github_runs(settings: Settings, store: Store, workspaces: Workspaces) -> GitHubRuns | None:
+def _github_runs(settings: Settings, store: Store, worktrees: Worktrees) -> GitHubRuns | None:
     """The App's runs; None on a host without an App. The GitHub stack (aiohttp, JWT) loads
     only where an App is configured: every ``ratchet`` command starts here, most of them on
     local runs."""
@@ -59,7 +59,7 @@ def _github_runs(settings: Settings, store: Store, workspaces: Workspaces) -> Gi
         return None
     from app.github import GitHubRuns
 
-    return GitHubRuns.from_settings(settings, store, workspaces)
+    return GitHubRuns.from_settings(settings, store, worktrees)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from github.words import GITHUB_WORDS
 from runner.ledger.records import Run
 from runner.ledger.store import Store
 from runner.origin import GitHubOrigin
-from runner.workspace import RemoteAccess, Workspaces
+from runner.worktrees import RemoteAccess, Worktrees
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +65,11 @@ class GitHubRuns:
     GitHub. One client per process, shared by every run (its token cache and its spacing of
     writes are per installation)."""
 
-    def __init__(self, store: Store, workspaces: Workspaces, client: GitHubClient, *,
+    def __init__(self, store: Store, worktrees: Worktrees, client: GitHubClient, *,
                  bot_login: str | None, allowed_bots: frozenset[str],
                  details_url: Callable[[Run], str | None]) -> None:
         self.store = store
-        self.workspaces = workspaces
+        self.worktrees = worktrees
         self.client = client
         self.bot_login = bot_login
         self.details_url = details_url
@@ -78,14 +78,14 @@ class GitHubRuns:
 
     @classmethod
     def from_settings(cls, settings: Settings, store: Store,
-                      workspaces: Workspaces) -> GitHubRuns | None:
+                      worktrees: Worktrees) -> GitHubRuns | None:
         """The App's runs; None when no App is configured: runs from GitHub then cannot be
         carried out."""
         credentials = app_credentials(settings)
         if credentials is None:
             return None
         public = settings.public_url.rstrip("/") if settings.public_url else None
-        return cls(store, workspaces,
+        return cls(store, worktrees,
                    GitHubClient(credentials, mutation_interval=settings.github_mutation_interval),
                    bot_login=bot_login(settings), allowed_bots=settings.allowed_bot_logins,
                    details_url=lambda run: f"{public}/runs/{run.id}" if public else None)
@@ -102,7 +102,7 @@ class GitHubRuns:
         return GitHubExecutor(
             self.client, owner=target.owner, repo=target.repo,
             installation=target.installation, issue=run.issue or run.pr or 0,
-            workspaces=self.workspaces, worktree=worktree, words=GITHUB_WORDS,
+            worktrees=self.worktrees, worktree=worktree, words=GITHUB_WORDS,
             ledger=lambda: self.store.effects(run.id),
             details_url=self.details_url(run),
             bot_login=self.bot_login,

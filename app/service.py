@@ -18,10 +18,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from app.delivery import Delivery, Reaper
 from app.github import webhook_config
 from app.metrics import registry_for
 from app.settings import Settings
+from app.wakeups import Reaper, WakeUps
 from app.webhooks import WebhookReceiver
 from runner.ledger import Store, open_store
 
@@ -93,13 +93,13 @@ def serve(settings: Settings, *, host: str, port: int) -> None:
     from dramatiq import Worker
 
     from app.dashboard import dashboard_config, dashboard_for_service
-    from app.worker import build_delivery
+    from app.worker import build_wakeups
 
     config = dashboard_config(settings, host=host)  # refuses an unprotected public address
     store = open_store(settings.ledger_url)
-    delivery = build_delivery(settings, reaper=False)
+    wakeups = build_wakeups(settings, reaper=False)
     try:
-        dashboard = dashboard_for_service(store, settings, config, wake=delivery.enqueue)
+        dashboard = dashboard_for_service(store, settings, config, wake=wakeups.enqueue)
     except BaseException:
         store.close()
         raise
@@ -108,10 +108,10 @@ def serve(settings: Settings, *, host: str, port: int) -> None:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         worker = None
         if not settings.broker_url:
-            worker = Worker(delivery.broker, worker_threads=settings.threads,
+            worker = Worker(wakeups.broker, worker_threads=settings.threads,
                             worker_timeout=100)
             worker.start()
-        _, stop_reaper = Reaper(store, delivery.enqueue, interval=settings.reap_seconds).start()
+        _, stop_reaper = Reaper(store, wakeups.enqueue, interval=settings.reap_seconds).start()
         log.info("serving on %s:%d (%s)", host, port,
                  "in-process worker" if worker else f"broker {settings.queue!r}")
         try:
@@ -119,11 +119,11 @@ def serve(settings: Settings, *, host: str, port: int) -> None:
         finally:
             stop_reaper.set()
             if worker is not None:
-                delivery.stop_sessions()
+                wakeups.stop_sessions()
                 worker.stop()
 
-    receiver = WebhookReceiver(store, webhook_config(settings), delivery.enqueue)
-    app = create_app(store, broker_ping=_broker_ping(delivery), lifespan=lifespan,
+    receiver = WebhookReceiver(store, webhook_config(settings), wakeups.enqueue)
+    app = create_app(store, broker_ping=_broker_ping(wakeups), lifespan=lifespan,
                      webhooks=receiver, dashboard=dashboard)
     try:
         uvicorn.run(app, host=host, port=port, log_level="info",
@@ -132,8 +132,8 @@ def serve(settings: Settings, *, host: str, port: int) -> None:
         store.close()
 
 
-def _broker_ping(delivery: Delivery) -> Callable[[], None] | None:
-    client = getattr(delivery.broker, "client", None)  # RedisBroker
+def _broker_ping(wakeups: WakeUps) -> Callable[[], None] | None:
+    client = getattr(wakeups.broker, "client", None)  # RedisBroker
     if client is None:
         return None
 

@@ -7,7 +7,7 @@ Importing it reads the settings once, builds the broker of RATCHET_BROKER_URL an
 from __future__ import annotations
 
 from app.settings import load_settings
-from app.worker import build_delivery
+from app.worker import build_wakeups
 
-delivery = build_delivery(load_settings(), reaper=True)
-broker = delivery.broker
+wakeups = build_wakeups(load_settings(), reaper=True)
+broker = wakeups.broker

@@ -22,13 +22,13 @@ from app.settings import child_environment
 from plumbing.git import GitError
 from runner.config import read_repository_config
 from runner.sandbox import Sandbox, SandboxUnavailable
-from verification.changes import ChangesError, default_base, open_repository, resolve_revision
 from verification.config import CONFIG_PATH, ConfigError
 from verification.evidence import EvidenceBundle, EvidenceReport, build_bundle, render_markdown
 from verification.execute import CheckResult
 from verification.explain import render_text
 from verification.pipeline import Candidate, Verification, plan_verification
 from verification.plan import Plan, PlanResult
+from verification.revisions import RevisionError, default_base, open_repository, resolve_revision
 from verification.tree import TreeError
 
 # Exit statuses of `ratchet verify`.
@@ -89,7 +89,7 @@ def run_verify(args: argparse.Namespace, sandbox: Sandbox) -> int:
         candidate = Candidate.between(repo, base, head)
         config = read_repository_config(repo, head)
         verification = plan_verification(candidate, config.verify)
-    except (ChangesError, ConfigError, TreeError, GitError) as exc:
+    except (RevisionError, ConfigError, TreeError, GitError) as exc:
         return _error(exc)
     plan = verification.plan
     _progress(
@@ -113,7 +113,7 @@ def run_verify(args: argparse.Namespace, sandbox: Sandbox) -> int:
         bundle = run_checks(verification, sandbox)
         if args.bundle is not None:
             bundle = write_bundle(args.bundle, bundle)
-    except (ChangesError, GitError, SandboxUnavailable, OSError) as exc:
+    except (RevisionError, GitError, SandboxUnavailable, OSError) as exc:
         return _error(exc)
     if args.json:
         print(json.dumps(_result_json(bundle), sort_keys=True))

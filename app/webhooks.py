@@ -31,8 +31,8 @@ from pydantic import ValidationError
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
-from github.events import parse_event
 from github.routing import Ignore, RouteSettings, StartRun, VerifyPullRequest, route
+from github.webhook_payloads import parse_event
 from runner.errors import LedgerUnavailable
 from runner.intake import new_run
 from runner.ledger.records import DeliveryIntake, DeliveryOutcome, NewDelivery, NewRun, SignalFor

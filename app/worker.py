@@ -1,4 +1,4 @@
-"""Wiring Dramatiq to settings: the delivery, `ratchet worker`, and enqueueing detached runs."""
+"""Wiring Dramatiq to settings: the wake-ups, `ratchet worker`, and enqueueing detached runs."""
 
 from __future__ import annotations
 
@@ -8,31 +8,31 @@ from dramatiq.errors import DramatiqError
 from redis.exceptions import RedisError
 
 from app.compose import build_engine
-from app.delivery import Delivery, Reaper, WorkerLifecycle, make_broker
 from app.settings import Settings
+from app.wakeups import Reaper, WakeUps, WorkerLifecycle, make_broker
 from runner.ledger import open_store
 
 log = logging.getLogger(__name__)
 
 
-def build_delivery(settings: Settings, *, reaper: bool) -> Delivery:
+def build_wakeups(settings: Settings, *, reaper: bool) -> WakeUps:
     """The broker of RATCHET_BROKER_URL with the ``advance_run`` actor declared on it.
 
     With ``reaper``, every worker process that boots on this broker also runs a reaper.
     """
     broker = make_broker(settings.broker_url, namespace=settings.queue)
-    delivery = Delivery(
+    wakeups = WakeUps(
         broker,
         lambda: build_engine(open_store(settings.ledger_url), settings),
         queue=settings.queue,
     )
 
     def make_reaper() -> Reaper:
-        return Reaper(open_store(settings.ledger_url), delivery.enqueue,
+        return Reaper(open_store(settings.ledger_url), wakeups.enqueue,
                       interval=settings.reap_seconds)
 
-    broker.add_middleware(WorkerLifecycle(delivery, make_reaper if reaper else None))
-    return delivery
+    broker.add_middleware(WorkerLifecycle(wakeups, make_reaper if reaper else None))
+    return wakeups
 
 
 def run_worker(settings: Settings, *, processes: int, threads: int) -> int:
@@ -58,9 +58,9 @@ def enqueue_run(settings: Settings, run_id: str) -> str:
     if not settings.broker_url:
         return (f"run {run_id} is queued in the ledger; a running `ratchet serve` (in-process"
                 " worker and reaper) picks it up")
-    delivery = build_delivery(settings, reaper=False)
+    wakeups = build_wakeups(settings, reaper=False)
     try:
-        delivery.enqueue(run_id)
+        wakeups.enqueue(run_id)
     except (DramatiqError, RedisError, OSError) as exc:
         # The ledger already holds the run; a worker's reaper wakes it once the broker is back.
         log.warning("run %r: broker unreachable: %s", run_id, exc)

@@ -171,11 +171,11 @@ def run_scenario(scenario: Scenario, root: Path, *, key: bytes, template: Origin
     with standalone_scene(root, key=key, template=template) as scene:
         scene.client.installation_token(77)  # mint up front: credentials are not an effect
         request = scenario.prepare(scene)
-        pushes_before = scene.workspaces.pushes
+        pushes_before = scene.worktrees.pushes
         if scenario.lose is not None:
             scene.fake.inject(*scenario.lose, faults.drop_after_apply())
         if scenario.lose_push:
-            scene.workspaces.drop_pushes = 1
+            scene.worktrees.drop_pushes = 1
         scene.record(request)
         since = scene.mark()
         retry = None
@@ -189,7 +189,7 @@ def run_scenario(scenario: Scenario, root: Path, *, key: bytes, template: Origin
         else:
             first = scene.cost(since)
         assert not scene.pending(), f"{scenario.name}: the effect was not confirmed"
-        return Row(scenario, first, retry, scene.workspaces.pushes - pushes_before)
+        return Row(scenario, first, retry, scene.worktrees.pushes - pushes_before)
 
 
 def measure(root: Path) -> list[Row]:

@@ -47,9 +47,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.compose import build_engine  # noqa: E402
-from app.delivery import Reaper  # noqa: E402
 from app.settings import Settings  # noqa: E402
-from app.worker import build_delivery  # noqa: E402
+from app.wakeups import Reaper  # noqa: E402
+from app.worker import build_wakeups  # noqa: E402
 from bench.ledger import raw_commits, step_completions  # noqa: E402
 from runner.changes import ENTRY_EVENTS as STATE_ENTRY_EVENTS  # noqa: E402
 from runner.engine import Engine  # noqa: E402
@@ -92,7 +92,7 @@ class EndToEnd:
     wall_s: float
     step_s: list[float]  # a step's STARTED (or lease acquisition, if later) -> its commit
     overhead_s: list[float]  # the same minus the agent process's own duration
-    wake_s: list[float]  # STARTED -> the lease acquisition that ran it (queue and delivery)
+    wake_s: list[float]  # STARTED -> the lease acquisition that ran it (queue and wake-up)
 
 
 def make_repo(path: Path) -> Path:
@@ -169,17 +169,17 @@ def bench_embedded(tmp: Path, count: int, threads: int) -> EndToEnd:
     settings = Settings(home=tmp / "home", store_url=None, broker_url=None,
                         agent_command=AGENT_COMMAND, threads=threads)
     store = open_store(settings.ledger_url)
-    delivery = build_delivery(settings, reaper=False)
-    worker = Worker(delivery.broker, worker_threads=settings.threads, worker_timeout=100)
+    wakeups = build_wakeups(settings, reaper=False)
+    worker = Worker(wakeups.broker, worker_threads=settings.threads, worker_timeout=100)
     worker.start()
-    _, stop_reaper = Reaper(store, delivery.enqueue, interval=settings.reap_seconds).start()
+    _, stop_reaper = Reaper(store, wakeups.enqueue, interval=settings.reap_seconds).start()
     try:
         engine = build_engine(store, settings)
-        run_ids, wall = drive(store, engine, delivery.enqueue, count, make_repo(tmp / "repo"))
+        run_ids, wall = drive(store, engine, wakeups.enqueue, count, make_repo(tmp / "repo"))
         return measure(store, run_ids, wall)
     finally:
         stop_reaper.set()
-        delivery.stop_sessions()
+        wakeups.stop_sessions()
         worker.stop()
         store.close()
 
@@ -231,9 +231,9 @@ def bench_distributed(tmp: Path, count: int, threads: int, postgres_url: str,
                     start_new_session=True,
                 ))
             _wait_for_consumers(redis.Redis.from_url(redis_url), queue, len(workers))
-            delivery = build_delivery(settings, reaper=False)
+            wakeups = build_wakeups(settings, reaper=False)
             engine = build_engine(store, settings)
-            run_ids, wall = drive(store, engine, delivery.enqueue, count,
+            run_ids, wall = drive(store, engine, wakeups.enqueue, count,
                                   make_repo(tmp / "repo"))
             return measure(store, run_ids, wall)
         except Exception:

@@ -31,7 +31,7 @@ from runner.effects import EffectExecutor, EffectRequest
 from runner.errors import DeterministicFailure
 from runner.names import EffectKind
 from runner.render import Vocabulary
-from runner.workspace import Workspaces
+from runner.worktrees import Worktrees
 
 from .checkruns import CheckRuns
 from .client import GitHubClient
@@ -47,7 +47,7 @@ class GitHubExecutor:
 
     ``installation`` is the App installation whose token every call (and git) uses, ``None``
     with a plain token; ``issue`` is the run's issue (or pull request) number, where the
-    tracking comment lives; ``workspaces`` and ``worktree`` are the run's git dir, pushed from;
+    tracking comment lives; ``worktrees`` and ``worktree`` are the run's git dir, pushed from;
     ``ledger`` returns the run's recorded effects (``lambda: store.effects(run_id)``);
     ``details_url`` links check runs to the run's page (and the tracking comment to its
     artifacts); ``bot_login`` is the App's bot user
@@ -63,7 +63,7 @@ class GitHubExecutor:
         repo: str,
         installation: int | None,
         issue: int,
-        workspaces: Workspaces,
+        worktrees: Worktrees,
         worktree: Path | None,
         words: Vocabulary,
         ledger: LedgerView,
@@ -80,7 +80,7 @@ class GitHubExecutor:
             ),
             EffectKind.REPLY: Replies(api, words, issue=issue, bot_login=bot_login),
             EffectKind.REACTION: Reactions(api, bot_login=bot_login),
-            EffectKind.PUSH: BranchPushes(api, workspaces, worktree),
+            EffectKind.PUSH: BranchPushes(api, worktrees, worktree),
             EffectKind.PULL_REQUEST: PullRequests(api, words, history=history),
             EffectKind.CHECK_RUN: CheckRuns(api, words, history=history, details_url=details_url),
         }

@@ -18,7 +18,7 @@ from urllib.parse import quote
 from runner.effects import EffectRequest
 from runner.push import replay_push
 from runner.redact import Redactor
-from runner.workspace import RemoteAccess, Workspaces
+from runner.worktrees import RemoteAccess, Worktrees
 
 from .errors import NotFound
 from .gitauth import git_credentials
@@ -31,9 +31,9 @@ BRANCH_REF = "/repos/{owner}/{repo}/git/ref/heads/"
 class BranchPushes:
     """Pushes of one run's commits from ``worktree`` (its git dir) to the repository."""
 
-    def __init__(self, api: RepoAPI, workspaces: Workspaces, worktree: Path | None) -> None:
+    def __init__(self, api: RepoAPI, worktrees: Worktrees, worktree: Path | None) -> None:
         self.api = api
-        self.workspaces = workspaces
+        self.worktrees = worktrees
         self.worktree = worktree
 
     def apply(self, request: EffectRequest) -> dict[str, Any]:
@@ -41,7 +41,7 @@ class BranchPushes:
         config, env = git_credentials(token, remote_url=request.payload["remote"])
         return replay_push(
             request,
-            workspaces=self.workspaces,
+            worktrees=self.worktrees,
             worktree=self.worktree,
             access=RemoteAccess(config, env),
             redact=Redactor([token]),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from github.commands import CommandError, checked_feedback, parse_command
-from github.events import (
+from github.webhook_payloads import (
     Account,
     CheckRunEvent,
     IssueCommentEvent,

@@ -31,7 +31,7 @@ from runner.session import OnChange, SessionParts
 from runner.settings import EngineSettings
 from runner.signal_payloads import SignalPayload
 from runner.signals import Authorizer, LocalAuthorizer
-from runner.workspace import NO_ACCESS, RemoteAccess, Workspaces
+from runner.worktrees import NO_ACCESS, RemoteAccess, Worktrees
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class Engine:
         settings: EngineSettings,
         *,
         executor_for: ExecutorFor,
-        workspaces: Workspaces | None = None,
+        worktrees: Worktrees | None = None,
         on_change: OnChange | None = None,
         agent_for: Callable[[Run], Agent] | None = None,
         authorizer: Authorizer | None = None,
@@ -54,11 +54,11 @@ class Engine:
     ) -> None:
         self.store = store
         self.settings = settings
-        self.workspaces = workspaces or Workspaces(settings.home / "work")
+        self.worktrees = worktrees or Worktrees(settings.home / "work")
         # Set on a worker's graceful shutdown: sessions stop after the step they are in.
         self.stopping = threading.Event()
         parts = SessionParts(
-            store=store, workspaces=self.workspaces, settings=settings,
+            store=store, worktrees=self.worktrees, settings=settings,
             agent_for=agent_for or self._command_agent, executor_for=executor_for,
             access_for=access_for or (lambda run: NO_ACCESS),
             authorizer=authorizer or LocalAuthorizer(),
@@ -77,7 +77,7 @@ class Engine:
             agent_command = self.settings.default_agent_command
             agent = None if agent_command else self.settings.default_agent
         return create_local_run(
-            self.store, self.workspaces, repo, title=title, body=body,
+            self.store, self.worktrees, repo, title=title, body=body,
             agent_command=agent_command, agent=agent, runs_root=self.settings.home / "runs",
             agent_path=(self.settings.child_env or os.environ).get("PATH"),
         )

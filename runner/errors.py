@@ -145,9 +145,9 @@ class LedgerUnavailable(LedgerError, TransientFailure):
     """The database could not be reached or was busy past its timeout; retry with backoff."""
 
 
-class WorkspaceError(RatchetError):
+class WorktreeError(RatchetError):
     """A git operation on a mirror or worktree failed."""
 
 
-class WorkspaceMismatch(WorkspaceError):
+class WorktreeMismatch(WorktreeError):
     """A rebuilt worktree does not hash to the checkpointed tree."""

@@ -22,7 +22,7 @@ from runner.errors import (
     CorruptRecord,
     StepFailure,
     TransientFailure,
-    WorkspaceMismatch,
+    WorktreeMismatch,
 )
 from runner.ledger.records import Change, NewEvent, Run
 from runner.names import EventType
@@ -66,7 +66,7 @@ def fail(run: Run, failure: StepFailure, *, during: str, limits: Limits, redact:
     return stop(run, decision.outcome, redact(decision.reason), events, artifacts)
 
 
-def distrust(run: Run, error: CorruptRecord | WorkspaceMismatch) -> Change:
+def distrust(run: Run, error: CorruptRecord | WorktreeMismatch) -> Change:
     """Corrupt history is never used: stop for a human, naming what is corrupt."""
     if isinstance(error, CorruptArtifact):
         event = NewEvent(EventType.ARTIFACT_CORRUPT, step=run.step, data={

@@ -28,7 +28,7 @@ from runner.origin import AgentChoice, LocalOrigin, Origin, new_run_id, run_bran
 from runner.signal_payloads import Cancel, SignalPayload
 from runner.tracking import tracking_edit, with_first_edit
 from runner.workflow import PULL_REQUEST_WORKFLOW, State
-from runner.workspace import Workspaces
+from runner.worktrees import Worktrees
 from verification.config import ConfigError
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ def new_run(origin: Origin, *, repo: str, title: str, body: str = "",
 
 
 def create_local_run(
-    store: Store, workspaces: Workspaces, repo: Path, *, title: str, body: str,
+    store: Store, worktrees: Worktrees, repo: Path, *, title: str, body: str,
     agent_command: str | None, runs_root: Path, agent: str | None = None,
     agent_path: str | None = None,
 ) -> Run:
@@ -67,9 +67,9 @@ def create_local_run(
     """
     repo_url = str(repo.resolve())
     chosen = check_agent(agent_command, agent, path=agent_path)
-    base = workspaces.resolve(repo_url)
-    check_config(workspaces, repo_url, base)
-    origin = LocalOrigin(agent=chosen, base_branch=workspaces.head_branch(repo_url) or base)
+    base = worktrees.resolve(repo_url)
+    check_config(worktrees, repo_url, base)
+    origin = LocalOrigin(agent=chosen, base_branch=worktrees.head_branch(repo_url) or base)
     now = time.time()
     run = store.create_run(with_first_edit(new_run(
         origin, repo=repo_url, title=title, body=body, base_revision=base,
@@ -105,10 +105,10 @@ def check_agent(agent_command: str | None, agent: str | None, *,
     return AgentChoice(command=agent_command)
 
 
-def check_config(workspaces: Workspaces, repo_url: str, base: str) -> None:
+def check_config(worktrees: Worktrees, repo_url: str, base: str) -> None:
     """Refuse a run whose repository config at ``base`` is unusable, before it exists."""
     try:
-        read_repository_config(workspaces.mirror(repo_url), base)
+        read_repository_config(worktrees.mirror(repo_url), base)
     except ConfigError as exc:
         raise RatchetError(
             f"the repository config at {base[:12]} is invalid: {exc}; fix it on the base"

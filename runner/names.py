@@ -118,7 +118,7 @@ class SignalKind(StrEnum):
     REQUEST_CHANGES = "request_changes"  # payload: {"message": text}
     RETRY = "retry"  # a stopped run takes its step up again
     CANCEL = "cancel"
-    RERUN_VERIFICATION = "rerequest"  # verify the checkpointed tree again
+    VERIFY_AGAIN = "rerequest"  # verify the checkpointed tree again
     STATUS = "status"  # answered with the run's status; changes nothing
     BUDGET = "budget"  # payload: {"amount": "+1" | "+30m" | ...}; raises it, resumes a stop
 
@@ -130,7 +130,7 @@ VERBS: dict[str, SignalKind] = {
     "approve": SignalKind.APPROVE,
     "request-changes": SignalKind.REQUEST_CHANGES,
     "retry": SignalKind.RETRY,
-    "verify-again": SignalKind.RERUN_VERIFICATION,
+    "verify-again": SignalKind.VERIFY_AGAIN,
     "cancel": SignalKind.CANCEL,
     "status": SignalKind.STATUS,
     "budget": SignalKind.BUDGET,

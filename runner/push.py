@@ -28,7 +28,7 @@ from runner.errors import (
     TransientFailure,
 )
 from runner.redact import NO_REDACTION, Redactor
-from runner.workspace import NO_ACCESS, GitCommandFailed, PushRejected, RemoteAccess, Workspaces
+from runner.worktrees import NO_ACCESS, GitCommandFailed, PushRejected, RemoteAccess, Worktrees
 
 # What git prints for a ref the remote refused by rule (a protected branch, a pre-receive hook).
 REMOTE_REJECTED = b"[remote rejected]"
@@ -37,7 +37,7 @@ REMOTE_REJECTED = b"[remote rejected]"
 def replay_push(
     request: EffectRequest,
     *,
-    workspaces: Workspaces,
+    worktrees: Worktrees,
     worktree: Path | None,
     access: RemoteAccess = NO_ACCESS,
     redact: Redactor = NO_REDACTION,
@@ -54,9 +54,9 @@ def replay_push(
         )
     payload = request.payload
     branch = payload["branch"]
-    commit = _rebuild(request, workspaces, worktree, access, redact)
+    commit = _rebuild(request, worktrees, worktree, access, redact)
     try:
-        workspaces.push(
+        worktrees.push(
             worktree,
             remote=payload["remote"],
             commit=commit,
@@ -98,7 +98,7 @@ def classify_push_failure(
 
 def _rebuild(
     request: EffectRequest,
-    workspaces: Workspaces,
+    worktrees: Worktrees,
     worktree: Path,
     access: RemoteAccess,
     redact: Redactor,
@@ -106,9 +106,9 @@ def _rebuild(
     """The decided commit, rebuilt from its recipe in the run's git dir."""
     payload, recipe = request.payload, request.payload["recipe"]
     try:
-        if not workspaces.has_commit(worktree, recipe["parent"]):
+        if not worktrees.has_commit(worktree, recipe["parent"]):
             # Decided on another host: the parent was pushed from there.
-            workspaces.fetch_branch(
+            worktrees.fetch_branch(
                 worktree, remote=payload["remote"], branch=payload["branch"], access=access
             )
     except GitCommandFailed as exc:
@@ -118,7 +118,7 @@ def _rebuild(
             evidence={"branch": payload["branch"], "parent": recipe["parent"]},
         ) from exc
     try:
-        commit = workspaces.commit(
+        commit = worktrees.commit(
             worktree,
             tree=recipe["tree"],
             parent=recipe["parent"],

@@ -17,14 +17,14 @@ from runner.agents.base import AgentResult, AgentTask
 from runner.agents.command import read_output
 from runner.agents.prompt import output_path
 from runner.canonical import sha256_hex
-from runner.errors import StepFailure, WorkspaceError
+from runner.errors import StepFailure, WorktreeError
 from runner.ledger.records import Lease, NewEvent, Run
 from runner.ledger.store import Store
 from runner.names import EventType
 from runner.steps.base import read_journal
 from runner.subagents import MAX_PLAN_BYTES, PLAN_FILE, recorded_plan
 from runner.workflow import PROFILES, State, is_runnable
-from runner.workspace import Workspaces
+from runner.worktrees import Worktrees
 
 log = logging.getLogger(__name__)
 
@@ -40,14 +40,14 @@ class Recovery:
     """Looks at this run's earlier worktree on this host, under the current lease."""
 
     store: Store
-    workspaces: Workspaces
+    worktrees: Worktrees
     home: Path  # Ratchet's home folder (scratch lives under it)
     max_output_bytes: int
     max_file_bytes: int
 
     def take_over(self, run: Run, lease: Lease, *, worktree: Path, scratch: Path, base: str,
                   tree: str) -> Leftovers:
-        previous = self.workspaces.previous_worktrees(run.id, lease.epoch)
+        previous = self.worktrees.previous_worktrees(run.id, lease.epoch)
         if not previous or not is_runnable(run.state) or not PROFILES[run.state].agent:
             return Leftovers()
         old = previous[0]
@@ -56,7 +56,7 @@ class Recovery:
             return Leftovers()  # that worktree was working on an earlier step
         if recorded_plan(self.store.events(run.id), run.step) is not None:
             return Leftovers()  # its agent's result is in the ledger: only subagents are left
-        findings = self.workspaces.inspect(old, max_file_bytes=self.max_file_bytes)
+        findings = self.worktrees.inspect(old, max_file_bytes=self.max_file_bytes)
         if findings:
             # Hashing it would read what no step may leave.
             self.store.append(lease, events=[NewEvent(
@@ -70,7 +70,7 @@ class Recovery:
                 run, lease, old, old_scratch, journal, worktree=worktree, scratch=scratch,
                 base=base):
             return Leftovers(adopted=journal)
-        leftovers = self.workspaces.diff(old, tree)
+        leftovers = self.worktrees.diff(old, tree)
         if not leftovers:
             return Leftovers()
         path = f"salvage/{run.step}.{old.name}.patch"
@@ -107,9 +107,9 @@ class Recovery:
                 if exc.reason != "missing":
                     return False
         try:
-            snapshot = self.workspaces.snapshot(old, base)
-            self.workspaces.restore(worktree, base, snapshot.patch, snapshot.tree)
-        except WorkspaceError as exc:
+            snapshot = self.worktrees.snapshot(old, base)
+            self.worktrees.restore(worktree, base, snapshot.patch, snapshot.tree)
+        except WorktreeError as exc:
             log.warning("run %r: cannot adopt %r's worktree: %s", run.id, old.name, exc)
             return False
         self.store.append(lease, events=[NewEvent(

@@ -37,8 +37,8 @@ from runner.errors import (
     StaleWrite,
     StepFailure,
     TransientFailure,
-    WorkspaceError,
-    WorkspaceMismatch,
+    WorktreeError,
+    WorktreeMismatch,
 )
 from runner.lease import Heartbeat
 from runner.ledger.records import Change, Checkpoint, EffectStatus, Lease, NewEvent, Run
@@ -54,7 +54,7 @@ from runner.steps import STEPS, StepInput, StepResult, StepServices
 from runner.steps.base import read_patch
 from runner.tracking import edit_for_change, needs_edit, read_snapshot
 from runner.workflow import BOOKKEEPING_EFFECTS, PROFILES, State, is_end, is_runnable, is_stopped
-from runner.workspace import RemoteAccess, Workspaces
+from runner.worktrees import RemoteAccess, Worktrees
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class SessionParts:
     """What every session of an engine shares (built once by ``runner/engine.py``)."""
 
     store: Store
-    workspaces: Workspaces
+    worktrees: Worktrees
     settings: EngineSettings  # read where used; steps get the same object
     agent_for: Callable[[Run], Agent]
     executor_for: Callable[[Run, Path | None], EffectExecutor]
@@ -145,7 +145,7 @@ class Session:
                     break
             self._step(run)
         if run.state is State.DONE and not self._outbox_pending(run):
-            self.parts.workspaces.remove_run(run.id)
+            self.parts.worktrees.remove_run(run.id)
             remove_scratch(self.settings.scratch(run.id))
         elif is_end(run.state) or is_stopped(run.state):
             scrub_scratch(self.settings.scratch(run.id), self.settings.redact)
@@ -157,9 +157,9 @@ class Session:
         """Reconcile; when that fails, the run as the failure left it."""
         try:
             self._reconcile(run)
-        except (CorruptRecord, WorkspaceMismatch) as exc:
+        except (CorruptRecord, WorktreeMismatch) as exc:
             return self._distrust(run, exc)
-        except WorkspaceError as exc:
+        except WorktreeError as exc:
             return self._fail(run, TransientFailure(f"workspace: {exc}"))
         except StepFailure as failure:  # the forge gave git no credential (an outage, removed)
             return self._fail(run, failure)
@@ -167,21 +167,21 @@ class Session:
 
     def _reconcile(self, run: Run) -> None:
         """Rebuild the worktree from the last checkpoint and take over what a dead holder left."""
-        workspaces = self.parts.workspaces
+        worktrees = self.parts.worktrees
         needs_tree = is_runnable(run.state) or any(
             e.kind is EffectKind.PUSH for e in self._pending_effects(run))
         if needs_tree and run.base_revision is None:
             run = self._resolve_base(run)
         if needs_tree and run.base_revision is not None:
             history = self.store.checkpoints(run.id)  # CorruptCheckpoint: never use bad history
-            self.worktree = workspaces.checkout(run.id, self.lease.epoch, run.repo,
+            self.worktree = worktrees.checkout(run.id, self.lease.epoch, run.repo,
                                                 run.base_revision,
                                                 access=self.parts.access_for(run))
             record = last_tree(history)
             if record is not None:
                 patch = read_patch(self.store, run.id, record.patch)
-                workspaces.restore(self.worktree, run.base_revision, patch, record.tree)
-                recovery = Recovery(self.store, workspaces, self.settings.home,
+                worktrees.restore(self.worktree, run.base_revision, patch, record.tree)
+                recovery = Recovery(self.store, worktrees, self.settings.home,
                                     self.settings.max_output_bytes,
                                     repository_config(history).limits.max_file_bytes)
                 self.leftovers[run.step] = recovery.take_over(
@@ -195,7 +195,7 @@ class Session:
         """A run created from a forge event names its base branch, not a commit (no forge
         call happens while a webhook is answered): fetch it and record the commit once."""
         branch = run.origin.base_branch or "HEAD"
-        base = self.parts.workspaces.resolve(run.repo, branch,
+        base = self.parts.worktrees.resolve(run.repo, branch,
                                              access=self.parts.access_for(run))
         return self._commit(run, changes.unchanged(run, base_revision=base, events=(NewEvent(
             EventType.WORKSPACE_PREPARED, step=run.step, revision=base,
@@ -314,9 +314,9 @@ class Session:
             if self.heartbeat.stop_work.is_set() and not self.heartbeat.lost.is_set():
                 return run  # a cancel is waiting in the inbox: answer it instead
             return self._fail(run, failure)
-        except WorkspaceMismatch as exc:
+        except WorktreeMismatch as exc:
             return self._distrust(run, exc)
-        except WorkspaceError as exc:
+        except WorktreeError as exc:
             return self._fail(run, TransientFailure(f"workspace: {exc}"))
         except Exception as exc:  # a bug: bounded by the same attempts as a transient failure
             log.exception("run %r step %r: unexpected error", run.id, run.step)
@@ -370,7 +370,7 @@ class Session:
     def _services(self, run: Run) -> StepServices:
         agent_for = self.parts.agent_for
         return StepServices(
-            store=self.store, workspaces=self.parts.workspaces, settings=self.settings,
+            store=self.store, worktrees=self.parts.worktrees, settings=self.settings,
             agent=lambda: agent_for(run), agent_timeout=self.settings.agent_timeout,
             lease=lambda: self.heartbeat.lease, cancel=self.heartbeat.stop_work,
             access=self.parts.access_for(run),
@@ -391,7 +391,7 @@ class Session:
                                                limits=self.settings.limits,
                                                redact=self.settings.redact, now=time.time()))
 
-    def _distrust(self, run: Run, error: CorruptRecord | WorkspaceMismatch) -> Run:
+    def _distrust(self, run: Run, error: CorruptRecord | WorktreeMismatch) -> Run:
         """Corrupt history is never used: stop for a human, naming what is corrupt."""
         return self._commit(run, failures.distrust(run, error))
 

@@ -67,7 +67,7 @@ PAYLOADS: dict[SignalKind, type[SignalPayload]] = {
     SignalKind.BUDGET: RaiseBudget,
     SignalKind.CANCEL: Cancel,
     SignalKind.RETRY: SignalPayload,
-    SignalKind.RERUN_VERIFICATION: SignalPayload,
+    SignalKind.VERIFY_AGAIN: SignalPayload,
     SignalKind.STATUS: SignalPayload,
 }
 

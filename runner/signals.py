@@ -1,7 +1,7 @@
 """The run's inbox: who may signal (the ``Authorizer`` port) and what a signal does (pure).
 
 Signals are approve (with the spec's hash), request changes (with text), retry, cancel,
-rerun-verification and a budget raise (with an amount), each with its author and source. A
+verify again and a budget raise (with an amount), each with its author and source. A
 worker holding the run answers pending signals one at a time: it asks the authorizer (the
 local one allows the local user; GitHub's asks the permission API), then ``decide_signal``
 says, from what the ledger recorded, whether the signal is accepted (and which outcome it
@@ -129,10 +129,10 @@ def decide_signal(
         return Verdict(True, Outcome.RETRIED)
     if kind is SignalKind.BUDGET:
         return _decide_raise(run, signal, budget_stop)
-    if kind is SignalKind.RERUN_VERIFICATION:
+    if kind is SignalKind.VERIFY_AGAIN:
         if not is_stopped(run.state) or not has_tree:
             return _refuse(Refusal.NOTHING_TO_VERIFY, state=run.state.value)
-        return Verdict(True, Outcome.VERIFICATION_RERUN)
+        return Verdict(True, Outcome.VERIFY_AGAIN)
     raise AssertionError(f"unhandled signal kind {kind!r}")  # pragma: no cover
 
 

@@ -32,7 +32,7 @@ from runner.render import (
     render_reply,
     render_tracking,
 )
-from runner.workspace import Workspaces
+from runner.worktrees import Worktrees
 
 # Folder of each kind of record in the outbox.
 FOLDERS = {
@@ -48,10 +48,10 @@ CHECK_RUN_TEXT_LIMIT = 65_535
 class LocalSink:
     """``EffectExecutor`` writing into ``outbox`` and pushing from ``worktree``'s git dir."""
 
-    def __init__(self, outbox: Path, workspaces: Workspaces, worktree: Path | None,
+    def __init__(self, outbox: Path, worktrees: Worktrees, worktree: Path | None,
                  words: Vocabulary) -> None:
         self.outbox = outbox
-        self.workspaces = workspaces
+        self.worktrees = worktrees
         self.worktree = worktree
         self.words = words
 
@@ -77,7 +77,7 @@ class LocalSink:
     def find(self, request: EffectRequest) -> dict[str, Any] | None:
         payload = request.payload
         if request.kind is EffectKind.PUSH:
-            head = self.workspaces.remote_branch(payload["remote"], payload["branch"])
+            head = self.worktrees.remote_branch(payload["remote"], payload["branch"])
             if head != payload["commit"]:
                 return None
             return {"branch": payload["branch"], "commit": head}
@@ -162,7 +162,7 @@ class LocalSink:
                 "conclusion": payload["conclusion"], "output": output}
 
     def _push(self, request: EffectRequest) -> dict[str, Any]:
-        return replay_push(request, workspaces=self.workspaces, worktree=self.worktree)
+        return replay_push(request, worktrees=self.worktrees, worktree=self.worktree)
 
 
 def _json(value: dict[str, Any]) -> str:

@@ -46,7 +46,7 @@ class Outcome(StrEnum):
     NEEDS_HUMAN = "needs_human"  # authority failure, policy violation, corrupt history
     CANCELLED = "cancelled"
     RETRIED = "retried"  # signal: a stopped run takes its step up again
-    VERIFICATION_RERUN = "verification_rerun"  # signal: verify the checkpointed tree again
+    VERIFY_AGAIN = "verification_rerun"  # signal: verify the checkpointed tree again
     VERIFY_ONLY = "verify_only"  # a pull request's run: prepared, it only verifies
     REPORTED = "reported"  # a pull request's verification is reported, pass or fail
 
@@ -126,7 +126,7 @@ TRANSITIONS: dict[tuple[State, Outcome], State] = {
     },
     # A stopped run is cancelled, or verifies its checkpointed tree again, on request.
     **{(state, Outcome.CANCELLED): State.CANCELLED for state in STOPS},
-    **{(state, Outcome.VERIFICATION_RERUN): State.VERIFY for state in STOPS},
+    **{(state, Outcome.VERIFY_AGAIN): State.VERIFY for state in STOPS},
 }
 # A retried stop goes back to the state of the step it stopped in: any runnable state, or the
 # approval wait (an approval that timed out waits again).

@@ -84,7 +84,7 @@ class Words:
     (State.VERIFY, SignalKind.RETRY, {}, None, Refusal.NOTHING_TO_RETRY),
     (State.IMPLEMENT, SignalKind.CANCEL, {}, Outcome.CANCELLED, None),
     (State.DONE, SignalKind.CANCEL, {}, None, Refusal.ENDED),
-    (State.NEEDS_HUMAN, SignalKind.RERUN_VERIFICATION, {}, Outcome.VERIFICATION_RERUN, None),
+    (State.NEEDS_HUMAN, SignalKind.VERIFY_AGAIN, {}, Outcome.VERIFY_AGAIN, None),
 ])
 def test_decide_signal(state, kind, payload, outcome, refusal):
     verdict = decide_signal(run_in(state), signal(kind, **payload), authorization=ALLOWED,

@@ -32,7 +32,7 @@ STORED = [
     (SignalKind.CANCEL, {"reason": "the issue was closed"}),
     (SignalKind.CANCEL, {}),
     (SignalKind.RETRY, {"comment": {"id": 5, "issue": 7}}),
-    (SignalKind.RERUN_VERIFICATION, {}),
+    (SignalKind.VERIFY_AGAIN, {}),
     (SignalKind.STATUS, {"comment": {"id": 5}}),
 ]
 
@@ -80,6 +80,6 @@ def test_one_verb_table_names_every_kind_on_every_surface():
     assert all(verb_of(kind) in VERBS for kind in OFFERED)
     commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     for kind in (SignalKind.APPROVE, SignalKind.REQUEST_CHANGES, SignalKind.RETRY,
-                 SignalKind.RERUN_VERIFICATION, SignalKind.BUDGET):
+                 SignalKind.VERIFY_AGAIN, SignalKind.BUDGET):
         assert commands[verb_of(kind, cli=True)].get_default("kind") is kind
     assert verb_of(SignalKind.APPROVE, cli=True) == CLI_VERBS[SignalKind.APPROVE] == "approve-spec"

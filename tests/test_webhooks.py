@@ -20,8 +20,8 @@ from starlette.testclient import TestClient
 
 from app.service import create_app
 from app.webhooks import MAX_BODY_BYTES, WebhookConfig, WebhookReceiver
-from github.events import parse_event
 from github.routing import Ignore, RouteSettings, route
+from github.webhook_payloads import parse_event
 from runner.ledger import open_store
 from runner.ledger.records import SignalFor
 from runner.ledger.store import Store
@@ -128,7 +128,7 @@ def test_commands_become_signals_of_the_active_run(deliveries: Deliveries) -> No
         (SignalKind.APPROVE, {"hash": "3f2a9c0b1d2e", "comment": {"id": 555, "issue": 7}}),
         (SignalKind.REQUEST_CHANGES, {"message": "cover\nzero too",
                                       "comment": {"id": 555, "issue": 7}}),
-        (SignalKind.RERUN_VERIFICATION, {"comment": {"id": 555, "issue": 7}}),
+        (SignalKind.VERIFY_AGAIN, {"comment": {"id": 555, "issue": 7}}),
     ]
     assert all(s.status is SignalStatus.PENDING for s in deliveries.store.signals(run_id))
     closed = deliveries.post("issues", {**labeled(), "action": "closed"})

@@ -28,7 +28,7 @@ from runner.workflow import (
 
 SIGNALS = {Outcome.APPROVED, Outcome.CHANGES_REQUESTED, Outcome.TIMED_OUT}
 # What a person may do with a stopped run.
-STOP_SIGNALS = (Outcome.RETRIED, Outcome.VERIFICATION_RERUN, Outcome.CANCELLED)
+STOP_SIGNALS = (Outcome.RETRIED, Outcome.VERIFY_AGAIN, Outcome.CANCELLED)
 
 
 def step_outcomes(state: State, repairs_done: int, max_repairs: int) -> list[Outcome]:
@@ -98,7 +98,7 @@ def test_table_shape():
         State.PUBLISH)
     assert transition(State.FAILED, Outcome.RETRIED, step=StepId("awaiting_approval", 1)) is (
         State.AWAITING_APPROVAL)
-    assert transition(State.FAILED, Outcome.VERIFICATION_RERUN) is State.VERIFY
+    assert transition(State.FAILED, Outcome.VERIFY_AGAIN) is State.VERIFY
     with pytest.raises(IllegalTransition):
         transition(State.NEEDS_HUMAN, Outcome.APPROVED)
     assert not PROFILES[State.RESEARCH].modify_worktree

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Protocol
 
 from plumbing.git import Git
-from verification.changes import changed_files, checkout, diff_stat, merge_base
 from verification.config import VerifyConfig
 from verification.evidence import EvidenceBundle, build_bundle
 from verification.execute import CheckResult, execute_plan
 from verification.model import Plan, PlannedCheck
 from verification.plan import PlanResult, plan_change
+from verification.revisions import changed_files, checkout, diff_stat, merge_base
 from verification.tree import GitRevisionTree, GitTree, Tree
 
 
@@ -62,7 +62,7 @@ class Candidate:
     @classmethod
     def between(cls, repo: Git, base: str, head: str | None) -> Candidate:
         """The change from the merge base of ``base`` and ``head`` (HEAD for None) to ``head``;
-        raises ChangesError when git cannot answer."""
+        raises RevisionError when git cannot answer."""
         changed = changed_files(repo, base, head)
         return cls(repo, merge_base(repo, base, head), head, tuple(changed))
 
@@ -107,7 +107,7 @@ class Verification:
         Checks see ``readable`` paths too (a run's repository objects), and the network only
         when the config allows it; ``env``, ``on_result``, ``reuse`` and ``redact`` are
         ``execute_plan``'s. ``artifacts`` (path -> sha256) are listed in the evidence. Raises
-        ``SandboxUnavailable`` (from ``sandbox.check``) and ChangesError (a worktree of the
+        ``SandboxUnavailable`` (from ``sandbox.check``) and RevisionError (a worktree of the
         head, the diff stat).
         """
         plan = self.plan

@@ -9,5 +9,5 @@ the Actions environment and the action's inputs once (``env.py``), then runs one
   kept in the repository itself, in a ref compare-and-swapped after every step
   (``ledgerref.py``), so the next job (a re-run, an approval comment) continues it.
 
-Workflow commands, outputs and the step summary are written by ``commands.py``.
+Workflow commands, outputs and the step summary are written by ``channels.py``.
 """

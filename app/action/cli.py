@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 
-from app.action.commands import Runner
+from app.action.channels import Runner
 from app.action.env import ActionEnv, ActionError, Mode, scrub_environment, secret_values
 from app.settings import Settings
 from runner.errors import RatchetError

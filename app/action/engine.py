@@ -24,7 +24,7 @@ from runner.engine import Engine
 from runner.ledger.store import Store
 from runner.redact import SECRET_NAME, Redactor
 from runner.session import OnChange
-from runner.workspace import RemoteAccess, Workspaces
+from runner.worktrees import RemoteAccess, Worktrees
 
 # The author of everything an Actions GITHUB_TOKEN writes on GitHub.
 ACTIONS_BOT = "github-actions[bot]"
@@ -72,9 +72,9 @@ def job_engine(store: Store, settings: Settings, github: JobGitHub, client: GitH
         redact=Redactor([*secrets, github.token, *(
             v for k, v in os.environ.items() if SECRET_NAME.search(k))]),
     )
-    workspaces = Workspaces(engine_settings.home / "work")
-    runs = GitHubRuns(store, workspaces, client, bot_login=job_bot_login(settings),
+    worktrees = Worktrees(engine_settings.home / "work")
+    runs = GitHubRuns(store, worktrees, client, bot_login=job_bot_login(settings),
                       allowed_bots=settings.allowed_bot_logins,
                       details_url=lambda run: github.details_url)
-    return Engine(store, engine_settings, executor_for=runs.executor, workspaces=workspaces,
+    return Engine(store, engine_settings, executor_for=runs.executor, worktrees=worktrees,
                   on_change=on_change, authorizer=runs.authorizer, access_for=runs.access)

@@ -78,7 +78,7 @@ class ActionEnv(_Model):
     server_url: str = Field("https://github.com", alias="GITHUB_SERVER_URL")
     run_id: str = Field("local", alias="GITHUB_RUN_ID")
     run_attempt: int = Field(1, ge=1, alias="GITHUB_RUN_ATTEMPT")
-    workspace: Path = Field(default_factory=Path.cwd, alias="GITHUB_WORKSPACE")
+    checkout: Path = Field(default_factory=Path.cwd, alias="GITHUB_WORKSPACE")
     sha: str | None = Field(None, alias="GITHUB_SHA")
     output: Path | None = Field(None, alias="GITHUB_OUTPUT")
     step_summary: Path | None = Field(None, alias="GITHUB_STEP_SUMMARY")
@@ -109,7 +109,7 @@ class ActionEnv(_Model):
 
     @property
     def work_dir(self) -> Path:
-        """Ratchet's own folder in this job (ledger, worktrees, bundle); never the workspace."""
+        """Ratchet's own folder in this job (ledger, worktrees, bundle); never the checkout."""
         return self.runner_temp / "ratchet"
 
     @classmethod

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from plumbing.git import Git, GitError
 from runner.errors import RatchetError
-from runner.workspace import NO_ACCESS, RemoteAccess
+from runner.worktrees import NO_ACCESS, RemoteAccess
 
 log = logging.getLogger(__name__)
 

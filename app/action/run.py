@@ -35,17 +35,17 @@ from typing import Any
 from gidgethub.sansio import Event
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from app.action.commands import Runner
+from app.action.channels import Runner
 from app.action.engine import JobGitHub, job_bot_login, job_engine
 from app.action.env import ActionEnv, ActionError
-from app.action.events import read_payload
 from app.action.ledgerref import LedgerRef, LedgerRefMoved, LedgerRefUnavailable, ledger_ref
+from app.action.trigger import read_payload
 from app.settings import Settings
 from app.webhooks import WebhookConfig, WebhookReceiver
 from github.client import GitHubClient
-from github.events import IssueCommentEvent, parse_event
 from github.repository import RepoAPI
 from github.routing import Ignore, RouteSettings, StartRun, route
+from github.webhook_payloads import IssueCommentEvent, parse_event
 from github.words import GITHUB_WORDS
 from runner.errors import StaleWrite
 from runner.ledger import open_store

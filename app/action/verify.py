@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.action.commands import SHOWN_PER_LEVEL, Runner, most_important_first
+from app.action.channels import SHOWN_PER_LEVEL, Runner, most_important_first
 from app.action.env import ActionEnv, ActionError
-from app.action.events import Revisions, read_payload, revisions_for
+from app.action.trigger import Revisions, read_payload, revisions_for
 from app.settings import Settings
 from app.verify_cli import (
     EXIT_FAILED,
@@ -55,8 +55,7 @@ from runner.ledger.records import EffectIntent, NewRun
 from runner.names import EffectKind
 from runner.sandbox import SandboxUnavailable
 from runner.workflow import PULL_REQUEST_WORKFLOW
-from runner.workspace import Workspaces
-from verification.changes import ChangesError, default_base, open_repository, resolve_revision
+from runner.worktrees import Worktrees
 from verification.config import MAX_CONFIG_BYTES, ConfigError
 from verification.evidence import (
     EvidenceBundle,
@@ -65,6 +64,7 @@ from verification.evidence import (
     render_workflow_commands,
 )
 from verification.pipeline import Candidate, plan_verification
+from verification.revisions import RevisionError, default_base, open_repository, resolve_revision
 from verification.tree import TreeError
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ def verify_job(env: ActionEnv, settings: Settings, runner: Runner) -> int:
         bundle, head = _verify(env, settings, revisions)
     except ConfigError as exc:
         return _usage_error(runner, str(exc), file=exc.path, line=exc.line)
-    except (ActionError, ChangesError, TreeError, GitError, SandboxUnavailable, OSError) as exc:
+    except (ActionError, RevisionError, TreeError, GitError, SandboxUnavailable, OSError) as exc:
         return _usage_error(runner, " ".join(str(exc).split()))
     report = EvidenceReport.from_bundle(bundle)
     note = _publish_check_run(env, settings, report, head, revisions)
@@ -114,7 +114,7 @@ def verify_job(env: ActionEnv, settings: Settings, runner: Runner) -> int:
 
 def _verify(env: ActionEnv, settings: Settings,
             revisions: Revisions) -> tuple[EvidenceBundle, str]:
-    repo = open_repository(env.workspace)
+    repo = open_repository(env.checkout)
     base = _resolve(repo, revisions.base) if revisions.base else default_base(repo)
     head = _resolve(repo, revisions.head or "HEAD")
     candidate = Candidate.between(repo, base, head)
@@ -132,7 +132,7 @@ def _verify(env: ActionEnv, settings: Settings,
 def _resolve(repo: Git, revision: str) -> str:
     try:
         return resolve_revision(repo, revision)
-    except ChangesError as exc:
+    except RevisionError as exc:
         raise ActionError(f"{exc}; {FETCH_HINT}") from None
 
 
@@ -142,7 +142,7 @@ def _config(env: ActionEnv, repo: Git, head: str) -> RepositoryConfig:
     if not name:
         return read_repository_config(repo, head)
     try:
-        data = read_beneath(env.workspace, name, limit=MAX_CONFIG_BYTES)
+        data = read_beneath(env.checkout, name, limit=MAX_CONFIG_BYTES)
     except UnsafePath as exc:
         raise ActionError(f"the config input names {name!r}, which cannot be read in the"
                           f" workspace ({exc}); give a path relative to the repository root"
@@ -210,7 +210,7 @@ def _send(env: ActionEnv, client: GitHubClient, effect: EffectIntent) -> dict[st
             store.begin_effect(lease, effect.key)
             executor = GitHubExecutor(
                 client, owner=env.owner, repo=env.repo, installation=None, issue=0,
-                workspaces=Workspaces(Path(folder) / "work"), worktree=None,
+                worktrees=Worktrees(Path(folder) / "work"), worktree=None,
                 words=GITHUB_WORDS, ledger=lambda: store.effects(effect.run_id),
                 details_url=env.run_url)
             [sent] = Outbox(store, lambda: lease, executor).flush(effect.run_id)

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 # The kinds a run's page offers, each as a form posted to ``/runs/<run>/<verb>`` (VERBS).
 OFFERED = frozenset({SignalKind.APPROVE, SignalKind.REQUEST_CHANGES, SignalKind.RETRY,
-                     SignalKind.RERUN_VERIFICATION, SignalKind.CANCEL})
+                     SignalKind.VERIFY_AGAIN, SignalKind.CANCEL})
 MAX_MESSAGE = 20_000  # characters of a change request (a comment allows 65,536)
 MAX_FORM_BYTES = 64 * 1024
 _NONCE = re.compile(r"[0-9a-f]{16,64}")

@@ -83,7 +83,7 @@ def run_agent(inp: StepInput, services: StepServices) -> StepResult:
     output_rel = output_path(phase.value, repair_number)
     folder = scratch_of(inp)
     env: dict[str, str] = {}
-    readable = [services.workspaces.repository_objects(inp.worktree)]
+    readable = [services.worktrees.repository_objects(inp.worktree)]
     if phase is State.RESEARCH:
         env = research_env(inp.config, folder / "out")
     elif phase is State.SPECIFY and (shared := readable_artifacts(inp, services, folder)):
@@ -172,7 +172,7 @@ def _conclude(inp: StepInput, services: StepServices, phase: State, task: AgentT
     }
     tree, patch_sha = inp.tree, inp.patch_sha
     if PROFILES[phase].modify_worktree:
-        snapshot = services.workspaces.snapshot(inp.worktree, inp.base)
+        snapshot = services.worktrees.snapshot(inp.worktree, inp.base)
         artifacts["implementation/patch.diff"] = snapshot.patch
         tree, patch_sha = snapshot.tree, sha256_hex(snapshot.patch)
     else:
@@ -232,7 +232,7 @@ def _enforce_worktree_limits(inp: StepInput, services: StepServices, phase: Stat
     """No step may leave a file over the size limit, a symlink out of the worktree, or a
     special file: checked before anything hashes the worktree, then discarded unread."""
     limit = inp.config.limits.max_file_bytes
-    findings = services.workspaces.inspect(inp.worktree, max_file_bytes=limit)
+    findings = services.worktrees.inspect(inp.worktree, max_file_bytes=limit)
     if not findings:
         return
     restore_tree(services, inp)
@@ -249,11 +249,11 @@ def _enforce_worktree_limits(inp: StepInput, services: StepServices, phase: Stat
 
 def _enforce_read_only(inp: StepInput, services: StepServices, phase: State) -> None:
     """A step whose profile forbids product changes must leave the tree as it found it."""
-    workspaces = services.workspaces
-    if workspaces.tree_of(inp.worktree) == inp.tree:
+    worktrees = services.worktrees
+    if worktrees.tree_of(inp.worktree) == inp.tree:
         return
-    changes = workspaces.diff(inp.worktree, inp.tree)
-    files = [printable_path(f) for f in workspaces.changed_files(inp.worktree, inp.tree)]
+    changes = worktrees.diff(inp.worktree, inp.tree)
+    files = [printable_path(f) for f in worktrees.changed_files(inp.worktree, inp.tree)]
     evidence_path = f"evidence/{inp.run.step}.policy-violation.patch"
     ensure_tree(services, inp)
     raise PolicyViolation(

@@ -27,7 +27,7 @@ from runner.ledger.store import Store
 from runner.names import EffectKind, StepId
 from runner.settings import EngineSettings
 from runner.workflow import Outcome
-from runner.workspace import NO_ACCESS, RemoteAccess, Workspaces
+from runner.worktrees import NO_ACCESS, RemoteAccess, Worktrees
 
 JOURNAL = "result.json"  # the agent's exit, written by the runner once the agent has exited
 
@@ -37,7 +37,7 @@ class StepServices:
     """What steps may use, fixed for a lease session."""
 
     store: Store  # for reading history and artifacts, and appending check results
-    workspaces: Workspaces
+    worktrees: Worktrees
     settings: EngineSettings  # the engine's, whole: a step reads the knobs it uses
     agent: Callable[[], Agent]
     agent_timeout: float  # this step's: the setting, cut to the time the budget has left
@@ -132,12 +132,12 @@ def read_patch(store: Store, run_id: str, patch_sha: str | None) -> bytes:
 def restore_tree(services: StepServices, inp: StepInput) -> None:
     """Rebuild the worktree at the checkpointed tree, ignored files removed too."""
     patch = read_patch(services.store, inp.run.id, inp.patch_sha)
-    services.workspaces.restore(inp.worktree, inp.base, patch, inp.tree)
+    services.worktrees.restore(inp.worktree, inp.base, patch, inp.tree)
 
 
 def ensure_tree(services: StepServices, inp: StepInput) -> None:
     """Put the worktree back at the checkpointed tree if anything drifted (e.g. caches)."""
-    if services.workspaces.tree_of(inp.worktree) != inp.tree:
+    if services.worktrees.tree_of(inp.worktree) != inp.tree:
         restore_tree(services, inp)
 
 

@@ -21,7 +21,7 @@ def prepare(inp: StepInput, services: StepServices) -> StepResult:
     """
     pull_request = inp.run.workflow == PULL_REQUEST_WORKFLOW
     try:
-        config = read_repository_config(services.workspaces.git(inp.worktree),
+        config = read_repository_config(services.worktrees.git(inp.worktree),
                                         inp.diff_base if pull_request else inp.base)
     except ConfigError as exc:
         raise DeterministicFailure(
@@ -35,7 +35,7 @@ def prepare(inp: StepInput, services: StepServices) -> StepResult:
             reason=(f"{label!r} is not this repository's trigger label"
                     f" ({config.trigger_label!r}, in .github/ratchet.yml)"),
         )
-    tree = services.workspaces.tree_of(inp.worktree)
+    tree = services.worktrees.tree_of(inp.worktree)
     # The run's budget is fixed here: the repository's, each unset limit the service's default.
     budget = Budget.from_dict(config.budget.model_dump()).merged(services.settings.budget)
     return StepResult(

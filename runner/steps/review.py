@@ -36,11 +36,11 @@ def push_commit(inp: StepInput, services: StepServices, *, tree: str,
     previous = branch_head(list(inp.history))
     parent = previous or inp.base
     date = inp.run.created_at
-    if previous and not services.workspaces.has_commit(inp.worktree, previous):
+    if previous and not services.worktrees.has_commit(inp.worktree, previous):
         # Another host decided (and pushed) the head: its commits come from the remote.
-        services.workspaces.fetch_branch(inp.worktree, remote=inp.remote, branch=inp.branch,
+        services.worktrees.fetch_branch(inp.worktree, remote=inp.remote, branch=inp.branch,
                                          access=services.access)
-    commit = services.workspaces.commit(
+    commit = services.worktrees.commit(
         inp.worktree, tree=tree, parent=parent, message=message,
         when=datetime.fromtimestamp(date, tz=UTC),
     )

@@ -293,7 +293,7 @@ def _task(inp: StepInput, services: StepServices, subagent: Subagent, analysis: 
         prompt_file=folder / "prompt.md", output_dir=out, output=out / relative,
         log_file=folder / f"agent.{run.attempt}.log", timeout=timeout,
         idle_timeout=inp.config.agent.idle_timeout,
-        readable=(services.workspaces.repository_objects(inp.worktree),),
+        readable=(services.worktrees.repository_objects(inp.worktree),),
         env={"RATCHET_SUBAGENT_NAME": subagent.name, "RATCHET_SUBAGENT_FOCUS": subagent.focus,
              "RATCHET_NOTE": str(out / NOTE_FILE)},
         worktree_writable=False,

@@ -34,13 +34,13 @@ STATIC_KINDS = frozenset({"lint", "format", "typecheck"})
 
 def verify(inp: StepInput, services: StepServices) -> StepResult:
     run, step = inp.run, inp.run.step
-    tree, config, workspaces = inp.tree, inp.config, services.workspaces
+    tree, config, worktrees = inp.tree, inp.config, services.worktrees
     pull_request = run.workflow == PULL_REQUEST_WORKFLOW
     restore_tree(services, inp)
-    since = (workspaces.merge_base(inp.worktree, inp.diff_base, inp.base) if pull_request
+    since = (worktrees.merge_base(inp.worktree, inp.diff_base, inp.base) if pull_request
              else inp.base)
-    changed = workspaces.changed_files(inp.worktree, since)
-    candidate = Candidate(workspaces.git(inp.worktree), since, None, tuple(changed),
+    changed = worktrees.changed_files(inp.worktree, since)
+    candidate = Candidate(worktrees.git(inp.worktree), since, None, tuple(changed),
                           diff_stat=_diff_stat(changed))
     verification = plan_verification(candidate, config.verify)
     plan = verification.plan
@@ -64,7 +64,7 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
     services.settings.sandbox.check()
     artifacts = {"verification/plan.json": plan.to_json().encode()}
     bundle = verification.run(
-        services.settings.sandbox, readable=(workspaces.repository_objects(inp.worktree),),
+        services.settings.sandbox, readable=(worktrees.repository_objects(inp.worktree),),
         env=services.settings.child_env, on_result=persist, reuse=previous.get,
         redact=services.settings.redact,
         artifacts={path: sha256_hex(data) for path, data in artifacts.items()},

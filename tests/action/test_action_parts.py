@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from app.action.commands import Runner, most_important_first, workflow_command
+from app.action.channels import Runner, most_important_first, workflow_command
 from app.action.env import ActionEnv, ActionError, ActionInputs, Mode, scrub_environment
-from app.action.events import revisions_for
 from app.action.ledgerref import LedgerRef, LedgerRefMoved, ledger_ref
 from app.action.run import JobPlan, Skip, issue_of_branch, plan_job
+from app.action.trigger import revisions_for
 from app.cli import main
 from github.routing import RouteSettings
 from tests.action.actions_runner import _read_pairs

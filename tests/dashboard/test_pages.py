@@ -230,7 +230,7 @@ def test_verify_again_is_offered_only_to_a_stopped_run_with_a_tree(store, client
                        headers={"Origin": LOCAL_HOST})
     assert sent.status_code == 303
     [signal] = store.signals("r-stop")
-    assert (signal.kind, signal.author) == (SignalKind.RERUN_VERIFICATION, "root")
+    assert (signal.kind, signal.author) == (SignalKind.VERIFY_AGAIN, "root")
     assert woken == ["r-stop"]
 
 

@@ -109,7 +109,7 @@ def test_a_signal_whose_author_cannot_be_checked_waits_and_the_run_stays(waiting
     engine, store, ratchet, run_id = waiting
     forge = FlakyForge(outages=1)
     flaky = Engine(store, engine.settings, executor_for=engine.scheduler.parts.executor_for,
-                   workspaces=engine.workspaces, authorizer=forge)
+                   worktrees=engine.worktrees, authorizer=forge)
     before = store.get_run(run_id)
     engine.receive(forge_approve(run_id, ratchet.spec_hash(run_id), "d-9"))
 

@@ -38,7 +38,7 @@ from runner.names import EffectKind
 from runner.origin import LocalOrigin
 from runner.tracking import tracking_edit
 from runner.workflow import State
-from runner.workspace import NO_ACCESS, GitCommandFailed, RemoteAccess, Workspaces
+from runner.worktrees import NO_ACCESS, GitCommandFailed, RemoteAccess, Worktrees
 from tests.fakes.conftest import APP_ID, APP_SLUG, BRANCH, OWNER, REPO, Origin
 from tests.fakes.fakegithub import FakeGitHub
 from tests.gitrepo import git, make_repo
@@ -57,8 +57,8 @@ CREDENTIAL_OPERATIONS = frozenset(
 )
 
 
-class FlakyWorkspaces(Workspaces):
-    """Real workspaces whose next ``drop_pushes`` pushes land and then report a lost connection
+class FlakyWorktrees(Worktrees):
+    """Real worktrees whose next ``drop_pushes`` pushes land and then report a lost connection
     (git's answer never arrived), and which count the pushes git made."""
 
     def __init__(self, root: Path) -> None:
@@ -115,7 +115,7 @@ class Scene:
     store: Store
     lease: Lease
     origin: Origin
-    workspaces: FlakyWorkspaces
+    worktrees: FlakyWorktrees
     work_root: Path
     run_id: str = RUN_ID
     _worktree: Path | None = None
@@ -130,7 +130,7 @@ class Scene:
             repo=REPO,
             installation=INSTALLATION,
             issue=ISSUE,
-            workspaces=self.workspaces,
+            worktrees=self.worktrees,
             worktree=self._worktree,
             words=GitHubWords(),
             ledger=lambda: self.store.effects(self.run_id),
@@ -221,7 +221,7 @@ class Scene:
     @property
     def worktree(self) -> Path:
         if self._worktree is None:
-            self._worktree = self.workspaces.checkout(
+            self._worktree = self.worktrees.checkout(
                 self.run_id, self.lease.epoch, self.origin.bare.as_uri(), self.origin.main_sha
             )
         return self._worktree
@@ -295,7 +295,7 @@ def make_scene(
     lease = store.acquire_lease(RUN_ID, "worker-1", ttl=3600)
     assert lease is not None
     work_root = tmp / "work"
-    return Scene(fake, client, store, lease, origin, FlakyWorkspaces(work_root), work_root)
+    return Scene(fake, client, store, lease, origin, FlakyWorktrees(work_root), work_root)
 
 
 def copy_origin(template: Origin, root: Path) -> Origin:
@@ -383,11 +383,11 @@ def push(
 ) -> tuple[EffectRequest, str]:
     """A push of a new commit (the base's tree on ``expect`` or the base) and its sha."""
     worktree = scene.worktree
-    tree = scene.workspaces.tree_of(worktree)
+    tree = scene.worktrees.tree_of(worktree)
     parent = expect or scene.origin.main_sha
-    if not scene.workspaces.has_commit(worktree, parent):
-        scene.workspaces.fetch_branch(worktree, remote=scene.origin.bare.as_uri(), branch=branch)
-    commit = scene.workspaces.commit(
+    if not scene.worktrees.has_commit(worktree, parent):
+        scene.worktrees.fetch_branch(worktree, remote=scene.origin.bare.as_uri(), branch=branch)
+    commit = scene.worktrees.commit(
         worktree,
         tree=tree,
         parent=parent,

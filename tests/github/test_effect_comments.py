@@ -169,7 +169,7 @@ def test_a_plain_token_works_too(scene: Scene, token_client: GitHubClient) -> No
         repo=REPO,
         installation=None,
         issue=ISSUE,
-        workspaces=scene.workspaces,
+        worktrees=scene.worktrees,
         worktree=None,
         words=GitHubWords(),
         ledger=lambda: scene.store.effects(scene.run_id),

@@ -74,7 +74,7 @@ def test_an_effect_lands_exactly_once_through_a_fault(
     scene = new_scene(request_timeout=SHORT_TIMEOUT if fault == "timeout" else 5.0)
     case = case_for(kind, scene)
     if kind is EffectKind.PUSH and fault == "lost_ack":
-        scene.workspaces.drop_pushes = 1
+        scene.worktrees.drop_pushes = 1
     else:
         scene.fake.inject(*case.write, FAULTS[fault]())
 

@@ -25,7 +25,7 @@ from tests.github.harness import (
     BOT,
     INSTALLATION,
     ISSUE,
-    FlakyWorkspaces,
+    FlakyWorktrees,
     Scene,
     push,
 )
@@ -48,7 +48,7 @@ def test_a_push_creates_the_branch_then_fast_forwards_it(scene: Scene) -> None:
     scene.record(second)
     scene.flush()
     assert scene.remote_head(RUN_BRANCH) == newer
-    assert scene.workspaces.pushes == 2
+    assert scene.worktrees.pushes == 2
 
 
 def test_a_branch_someone_else_moved_is_never_forced(
@@ -112,7 +112,7 @@ def test_a_commit_decided_on_another_host_is_rebuilt_from_its_recipe(
     scene: Scene, tmp_path: Path
 ) -> None:
     # Another host, whose mirror of the repository predates the run's first push...
-    elsewhere = FlakyWorkspaces(tmp_path / "host-2")
+    elsewhere = FlakyWorktrees(tmp_path / "host-2")
     worktree = elsewhere.checkout("run-1", 2, scene.origin.bare.as_uri(), scene.origin.main_sha)
     first, commit = push(scene, branch=RUN_BRANCH, expect=None)
     scene.record(first)
@@ -127,7 +127,7 @@ def test_a_commit_decided_on_another_host_is_rebuilt_from_its_recipe(
         repo=REPO,
         installation=INSTALLATION,
         issue=ISSUE,
-        workspaces=elsewhere,
+        worktrees=elsewhere,
         worktree=worktree,
         words=GitHubWords(),
         ledger=lambda: scene.store.effects(scene.run_id),
@@ -153,7 +153,7 @@ def _moved(scene: Scene) -> EffectRequest:
 
 
 def _answer_lost(scene: Scene) -> EffectRequest:
-    scene.workspaces.drop_pushes = 1
+    scene.worktrees.drop_pushes = 1
     return push(scene, branch=RUN_BRANCH, expect=None)[0]
 
 
@@ -186,7 +186,7 @@ def test_a_local_push_fails_as_the_github_push_does(
     executor: EffectExecutor = (
         scene.executor()
         if forge == "github"
-        else LocalSink(tmp_path / "outbox", scene.workspaces, scene.worktree, GitHubWords())
+        else LocalSink(tmp_path / "outbox", scene.worktrees, scene.worktree, GitHubWords())
     )
     with pytest.raises(StepFailure) as failed:
         executor.apply(request)

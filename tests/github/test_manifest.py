@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from github.events import MODELS
 from github.manifest import EVENTS
+from github.webhook_payloads import MODELS
 from tests.webhook_examples import event_names
 
 

@@ -36,7 +36,7 @@ def test_every_printed_command_parses_back_to_its_signal() -> None:
         assert parsed is not None and parsed.kind is kind, text
     # Verifying the checkpointed tree again has no place in the texts; it is typed.
     again = commands.parse_command("/ratchet verify-again\nthe database is back")
-    assert again is not None and again.kind is SignalKind.RERUN_VERIFICATION
+    assert again is not None and again.kind is SignalKind.VERIFY_AGAIN
     assert "`/ratchet verify-again`" in commands.USAGE
     assert commands.parse_command(printed[SignalKind.APPROVE]).argument == "0123456789ab"
     assert commands.parse_command(printed[SignalKind.BUDGET]).argument == "+30m"

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from verify_helpers import Files, python_workspace
 
-from verification.changes import changed_files, open_repository
 from verification.config import CheckConfig, VerifyConfig, WorkspaceConfig
 from verification.evidence import EvidenceReport, build_bundle, render_markdown
 from verification.execute import execute_plan
 from verification.plan import Plan, build_plan
+from verification.revisions import changed_files, open_repository
 from verification.tree import GitTree
 
 LATIN1 = os.fsdecode(b"caf\xe9")  # "café" in Latin-1: not UTF-8

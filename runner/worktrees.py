@@ -1,4 +1,4 @@
-"""Workspaces: one bare mirror per repository, one worktree and one private git dir per run epoch.
+"""Worktrees: one bare mirror per repository, one worktree and one private git dir per run epoch.
 
 A step's result is checkpointed as a tree hash plus a binary patch against the run's base, so a
 fresh worker on another host rebuilds the same worktree and proves it by hash (DESIGN.md,
@@ -36,7 +36,7 @@ from datetime import datetime
 from pathlib import Path
 
 from plumbing.git import Git, GitError, install_neutral_attributes
-from runner.errors import WorkspaceError, WorkspaceMismatch
+from runner.errors import WorktreeError, WorktreeMismatch
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 _AGENT_GIT_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
 
 
-class GitCommandFailed(WorkspaceError):
+class GitCommandFailed(WorktreeError):
     """A git command exited non-zero; carries the command, the folder and git's output."""
 
     def __init__(self, error: GitError) -> None:
@@ -58,7 +58,7 @@ class GitCommandFailed(WorkspaceError):
         super().__init__(str(error))
 
 
-class PushRejected(WorkspaceError):
+class PushRejected(WorktreeError):
     """The remote branch is not where the lease expected it: someone else moved it."""
 
     def __init__(self, remote: str, branch: str, expected: str | None, actual: str | None) -> None:
@@ -147,7 +147,7 @@ def _git_date(when: datetime) -> str:
 def _check_run_id(run_id: str) -> str:
     """Refuse run ids that would escape ``runs/`` or name no folder."""
     if not run_id or run_id in {".", ".."} or "/" in run_id or "\0" in run_id:
-        raise WorkspaceError(
+        raise WorktreeError(
             f"run id {run_id!r} cannot name a folder; use the ledger's run id (no '/')"
         )
     return run_id
@@ -173,7 +173,7 @@ def _paths(git: Git, *args: str) -> list[str]:
         raise GitCommandFailed(exc) from exc
 
 
-class Workspaces:
+class Worktrees:
     """Mirrors, per-run worktrees and their private git dirs under one root folder."""
 
     def __init__(self, root: Path) -> None:
@@ -189,7 +189,7 @@ class Workspaces:
         """Fetch the mirror and return the full commit sha ``rev`` names in the source repository.
 
         ``HEAD`` (and ``HEAD~n``) mean the source's current HEAD, not the mirror's. Raises
-        WorkspaceError when the source cannot be fetched or has no such revision.
+        WorktreeError when the source cannot be fetched or has no such revision.
         """
         url = _normalise_url(repo_url)
         mirror = self._mirror_path(url)
@@ -208,7 +208,7 @@ class Workspaces:
                     git, "rev-parse", "--verify", "--end-of-options", f"{local_rev}^{{commit}}"
                 )
             except GitCommandFailed as exc:
-                raise WorkspaceError(
+                raise WorktreeError(
                     f"{repo_url!r} has no commit {rev!r}; check the branch, tag or sha"
                 ) from exc
 
@@ -263,7 +263,7 @@ class Workspaces:
         _run(Git(git_dir=mirror, config=access.config), "fetch", "--quiet", "--prune", "origin",
              env=dict(access.env))
         if not self._has_commit(mirror, base):
-            raise WorkspaceError(
+            raise WorktreeError(
                 f"commit {base!r} is not in the source of {mirror.name} even after a fetch; "
                 f"resolve the base revision again"
             )
@@ -335,7 +335,7 @@ class Workspaces:
             except FileNotFoundError:
                 continue
             except OSError as exc:
-                raise WorkspaceError(
+                raise WorktreeError(
                     f"could not delete {folder} of run {run_id!r}: {exc}; fix the permissions "
                     f"and call remove_run again"
                 ) from exc
@@ -351,11 +351,11 @@ class Workspaces:
         try:
             relative = Path(worktree).resolve().relative_to(self._runs)
         except ValueError:
-            raise WorkspaceError(
+            raise WorktreeError(
                 f"{worktree} is not a worktree of {self._runs}; check it out with checkout()"
             ) from None
         if len(relative.parts) != 2:
-            raise WorkspaceError(f"{worktree} is not a run worktree (runs/<run>/<epoch>)")
+            raise WorktreeError(f"{worktree} is not a run worktree (runs/<run>/<epoch>)")
         run_id, epoch = relative.parts
         return self._gitdirs / run_id / f"{epoch}.git"
 
@@ -431,7 +431,7 @@ class Workspaces:
         """Reset the worktree to ``base``, apply ``patch``, prove the result is ``expected_tree``.
 
         Untracked and ignored files are removed first, and the agent's ``.git`` is rebuilt.
-        Raises WorkspaceMismatch naming both hashes when the rebuilt content differs, and
+        Raises WorktreeMismatch naming both hashes when the rebuilt content differs, and
         GitCommandFailed when the patch does not apply.
         """
         git = self.git(worktree)
@@ -442,7 +442,7 @@ class Workspaces:
             _run(git, "apply", "--binary", "--index", "--whitespace=nowarn", "-", input=patch)
         rebuilt = _text(git, "write-tree")
         if rebuilt != expected_tree:
-            raise WorkspaceMismatch(
+            raise WorktreeMismatch(
                 f"worktree {worktree} rebuilt from {base} hashes to tree {rebuilt}, expected "
                 f"{expected_tree}; the checkpoint's patch or base is wrong: redo the step from "
                 f"the previous good checkpoint"

@@ -1,4 +1,4 @@
-"""Workspaces against real git repositories: snapshot on one host, rebuild and prove on another."""
+"""Worktrees against real git repositories: snapshot on one host, rebuild and prove on another."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.errors import WorkspaceError, WorkspaceMismatch
-from runner.workspace import PushRejected, Snapshot, Workspaces
+from runner.errors import WorktreeError, WorktreeMismatch
+from runner.worktrees import PushRejected, Snapshot, Worktrees
 from tests.gitrepo import commit_all, git, make_repo, write_files
 
 BINARY = bytes(range(256)) * 4 + b"\0tail"
@@ -36,7 +36,7 @@ def source(tmp_path: Path) -> Path:
     return path
 
 
-def ratchet_git(spaces: Workspaces, worktree: Path, *args: str) -> str:
+def ratchet_git(spaces: Worktrees, worktree: Path, *args: str) -> str:
     """Git on Ratchet's private git dir of ``worktree`` (where its trees and commits live)."""
     return git(worktree, f"--git-dir={spaces.git_dir_of(worktree)}", f"--work-tree={worktree}",
                *args)
@@ -81,7 +81,7 @@ def edit_everything(worktree: Path) -> None:
 
 
 def test_snapshot_restores_identically_on_another_host(tmp_path: Path, source: Path) -> None:
-    host_a, host_b = Workspaces(tmp_path / "a"), Workspaces(tmp_path / "b")
+    host_a, host_b = Worktrees(tmp_path / "a"), Worktrees(tmp_path / "b")
     base = host_a.resolve(str(source))
     worktree = host_a.checkout("run-1", 1, str(source), base)
     edit_everything(worktree)
@@ -103,7 +103,7 @@ def test_snapshot_restores_identically_on_another_host(tmp_path: Path, source: P
 def test_changed_files_lists_every_kind_of_change_but_not_ignored(
     tmp_path: Path, source: Path
 ) -> None:
-    spaces = Workspaces(tmp_path / "work")
+    spaces = Worktrees(tmp_path / "work")
     base = spaces.resolve(str(source))
     worktree = spaces.checkout("run-1", 1, str(source), base)
     edit_everything(worktree)
@@ -126,7 +126,7 @@ def test_changed_files_lists_every_kind_of_change_but_not_ignored(
 
 
 def test_snapshot_leaves_index_and_files_untouched(tmp_path: Path, source: Path) -> None:
-    spaces = Workspaces(tmp_path / "work")
+    spaces = Worktrees(tmp_path / "work")
     base = spaces.resolve(str(source))
     worktree = spaces.checkout("run-1", 1, str(source), base)
     edit_everything(worktree)
@@ -147,7 +147,7 @@ def test_snapshot_leaves_index_and_files_untouched(tmp_path: Path, source: Path)
 
 
 def test_snapshot_sees_changes_hidden_by_assume_unchanged(tmp_path: Path, source: Path) -> None:
-    spaces = Workspaces(tmp_path / "work")
+    spaces = Worktrees(tmp_path / "work")
     base = spaces.resolve(str(source))
     worktree = spaces.checkout("run-1", 1, str(source), base)
     git(worktree, "update-index", "--assume-unchanged", "README.md")  # the agent's own index
@@ -158,7 +158,7 @@ def test_snapshot_sees_changes_hidden_by_assume_unchanged(tmp_path: Path, source
 
 
 def test_unchanged_worktree_has_base_tree_and_empty_patch(tmp_path: Path, source: Path) -> None:
-    spaces = Workspaces(tmp_path / "work")
+    spaces = Worktrees(tmp_path / "work")
     base = spaces.resolve(str(source))
     worktree = spaces.checkout("run-1", 1, str(source), base)
     (worktree / "noise.log").write_text("ignored\n")
@@ -170,7 +170,7 @@ def test_unchanged_worktree_has_base_tree_and_empty_patch(tmp_path: Path, source
 
 
 def test_diff_against_a_checkpoint_tree_shows_only_later_work(tmp_path: Path, source: Path) -> None:
-    spaces = Workspaces(tmp_path / "work")
+    spaces = Worktrees(tmp_path / "work")
     base = spaces.resolve(str(source))
     worktree = spaces.checkout("run-1", 1, str(source), base)
     (worktree / "a.txt").write_text("checkpointed\n")
@@ -186,14 +186,14 @@ def test_diff_against_a_checkpoint_tree_shows_only_later_work(tmp_path: Path, so
 
 
 def test_restore_with_wrong_tree_raises_mismatch_naming_both(tmp_path: Path, source: Path) -> None:
-    spaces = Workspaces(tmp_path / "work")
+    spaces = Worktrees(tmp_path / "work")
     base = spaces.resolve(str(source))
     worktree = spaces.checkout("run-1", 1, str(source), base)
     (worktree / "README.md").write_text("changed\n")
     snap = spaces.snapshot(worktree, base)
     wrong = git(source, "rev-parse", f"{base}^{{tree}}").strip()
 
-    with pytest.raises(WorkspaceMismatch) as caught:
+    with pytest.raises(WorktreeMismatch) as caught:
         spaces.restore(worktree, base, snap.patch, wrong)
 
     assert wrong in str(caught.value) and snap.tree in str(caught.value)
@@ -201,7 +201,7 @@ def test_restore_with_wrong_tree_raises_mismatch_naming_both(tmp_path: Path, sou
 
 
 def test_restore_removes_leftovers_including_ignored(tmp_path: Path, source: Path) -> None:
-    spaces = Workspaces(tmp_path / "work")
+    spaces = Worktrees(tmp_path / "work")
     base = spaces.resolve(str(source))
     worktree = spaces.checkout("run-1", 1, str(source), base)
     base_tree = spaces.tree_of(worktree)
@@ -216,7 +216,7 @@ def test_restore_removes_leftovers_including_ignored(tmp_path: Path, source: Pat
 def test_commit_is_deterministic_across_hosts(tmp_path: Path, source: Path) -> None:
     trees, commits = [], []
     for host in ("a", "b"):
-        spaces = Workspaces(tmp_path / host)
+        spaces = Worktrees(tmp_path / host)
         base = spaces.resolve(str(source))
         worktree = spaces.checkout("run-1", 1, str(source), base)
         (worktree / "feature.py").write_text("x = 1\n")
@@ -235,7 +235,7 @@ def test_commit_is_deterministic_across_hosts(tmp_path: Path, source: Path) -> N
 
 
 def test_commit_refuses_naive_datetime(tmp_path: Path, source: Path) -> None:
-    spaces = Workspaces(tmp_path / "work")
+    spaces = Worktrees(tmp_path / "work")
     base = spaces.resolve(str(source))
     worktree = spaces.checkout("run-1", 1, str(source), base)
     tree = spaces.tree_of(worktree)
@@ -248,7 +248,7 @@ def test_commit_refuses_naive_datetime(tmp_path: Path, source: Path) -> None:
 def test_push_creates_replays_and_refuses_a_broken_lease(tmp_path: Path, source: Path) -> None:
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "--quiet", "--bare", str(remote))
-    spaces = Workspaces(tmp_path / "work")
+    spaces = Worktrees(tmp_path / "work")
     base = spaces.resolve(str(source))
     worktree = spaces.checkout("run-1", 1, str(source), base)
     (worktree / "feature.py").write_text("x = 1\n")
@@ -275,7 +275,7 @@ def test_push_creates_replays_and_refuses_a_broken_lease(tmp_path: Path, source:
 def test_checkout_is_idempotent_and_epochs_get_their_own_folders(
     tmp_path: Path, source: Path
 ) -> None:
-    spaces = Workspaces(tmp_path / "work")
+    spaces = Worktrees(tmp_path / "work")
     base = spaces.resolve(str(source))
 
     first = spaces.checkout("run-1", 1, str(source), base)
@@ -294,7 +294,7 @@ def test_checkout_is_idempotent_and_epochs_get_their_own_folders(
 
 
 def test_remove_run_cleans_up_and_is_idempotent(tmp_path: Path, source: Path) -> None:
-    spaces = Workspaces(tmp_path / "work")
+    spaces = Worktrees(tmp_path / "work")
     base = spaces.resolve(str(source))
     kept = spaces.checkout("run-2", 1, str(source), base)
     doomed = [spaces.checkout("run-1", epoch, str(source), base) for epoch in (1, 2)]
@@ -313,7 +313,7 @@ def test_remove_run_cleans_up_and_is_idempotent(tmp_path: Path, source: Path) ->
 
 
 def _checkout_in_process(root: str, source: str, base: str, run_id: str) -> str:
-    return str(Workspaces(Path(root)).checkout(run_id, 1, source, base))
+    return str(Worktrees(Path(root)).checkout(run_id, 1, source, base))
 
 
 def test_concurrent_checkouts_share_one_sound_mirror(tmp_path: Path, source: Path) -> None:
@@ -327,7 +327,7 @@ def test_concurrent_checkouts_share_one_sound_mirror(tmp_path: Path, source: Pat
     mirrors = list((root / "mirrors").glob("*.git"))
     assert len(mirrors) == 1
     git(mirrors[0], "fsck", "--no-progress", "--strict")
-    spaces = Workspaces(root)
+    spaces = Worktrees(root)
     base_tree = git(source, "rev-parse", f"{base}^{{tree}}").strip()
     for path in paths:
         assert spaces.git_dir_of(path).is_dir()
@@ -335,7 +335,7 @@ def test_concurrent_checkouts_share_one_sound_mirror(tmp_path: Path, source: Pat
 
 
 def test_resolve_follows_new_commits_branches_and_head(tmp_path: Path, source: Path) -> None:
-    spaces = Workspaces(tmp_path / "work")
+    spaces = Worktrees(tmp_path / "work")
     first = spaces.resolve(str(source))
     write_files(source, {"next.txt": "next\n"})
     second = commit_all(source, "second")
@@ -346,14 +346,14 @@ def test_resolve_follows_new_commits_branches_and_head(tmp_path: Path, source: P
     git(source, "checkout", "--quiet", "-b", "topic", first)
     assert spaces.resolve(str(source)) == first
     assert spaces.resolve(str(source), "main") == second
-    with pytest.raises(WorkspaceError, match="no-such-branch"):
+    with pytest.raises(WorktreeError, match="no-such-branch"):
         spaces.resolve(str(source), "no-such-branch")
 
 
 def test_checkout_on_a_fresh_host_fetches_a_base_it_has_not_seen(
     tmp_path: Path, source: Path
 ) -> None:
-    spaces = Workspaces(tmp_path / "work")
+    spaces = Worktrees(tmp_path / "work")
     spaces.resolve(str(source))
     write_files(source, {"later.txt": "later\n"})
     later = commit_all(source, "later")
@@ -364,10 +364,10 @@ def test_checkout_on_a_fresh_host_fetches_a_base_it_has_not_seen(
 
 
 def test_git_failures_name_the_command_and_folder(tmp_path: Path) -> None:
-    spaces = Workspaces(tmp_path / "work")
+    spaces = Worktrees(tmp_path / "work")
     missing = tmp_path / "not-a-repo"
 
-    with pytest.raises(WorkspaceError) as caught:
+    with pytest.raises(WorktreeError) as caught:
         spaces.resolve(str(missing))
 
     assert "git clone" in str(caught.value) and str(missing) in str(caught.value)
@@ -395,7 +395,7 @@ HOSTILE_CONFIG = """\
 def test_user_git_config_cannot_change_hashes_or_patches(
     tmp_path: Path, source: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    clean = Workspaces(tmp_path / "clean")
+    clean = Worktrees(tmp_path / "clean")
     base = clean.resolve(str(source))
     (tmp_path / "excludes").write_text("*.md\n*.bin\n")
     (tmp_path / "hostile.gitconfig").write_text(
@@ -403,7 +403,7 @@ def test_user_git_config_cannot_change_hashes_or_patches(
     )
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "hostile.gitconfig"))
     monkeypatch.setenv("GIT_INDEX_FILE", str(tmp_path / "stray-index"))
-    hostile = Workspaces(tmp_path / "hostile")
+    hostile = Worktrees(tmp_path / "hostile")
 
     snaps, commits = [], []
     for spaces in (clean, hostile):
@@ -425,7 +425,7 @@ def test_user_git_config_cannot_change_hashes_or_patches(
 
 
 def test_checkout_recovers_from_a_half_built_worktree(tmp_path: Path, source: Path) -> None:
-    spaces = Workspaces(tmp_path / "work")
+    spaces = Worktrees(tmp_path / "work")
     base = spaces.resolve(str(source))
     leftover = tmp_path / "work" / "runs" / "run-1" / "1.partial"
     leftover_gitdir = tmp_path / "work" / "gitdirs" / "run-1" / "1.git.partial"

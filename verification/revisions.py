@@ -20,7 +20,7 @@ from plumbing.git import Git, GitError, discover
 DEFAULT_BRANCHES = ("origin/HEAD", "main", "master")
 
 
-class ChangesError(Exception):
+class RevisionError(Exception):
     """git could not answer: not a repository, an unknown revision, no default branch."""
 
 
@@ -29,18 +29,18 @@ def open_repository(path: Path) -> Git:
     try:
         return discover(path)
     except GitError as exc:
-        raise ChangesError(f"{path} is not inside a git repository; pass --repo PATH") from exc
+        raise RevisionError(f"{path} is not inside a git repository; pass --repo PATH") from exc
 
 
 def default_base(repo: Git) -> str:
     """The merge base of HEAD with the default branch (origin/HEAD, else main, else master).
 
-    Raises ChangesError when none of those exist; pass `--base` explicitly then.
+    Raises RevisionError when none of those exist; pass `--base` explicitly then.
     """
     for branch in DEFAULT_BRANCHES:
         if _git(repo, "rev-parse", "--verify", "--quiet", f"{branch}^{{commit}}", check=False):
             return _git(repo, "merge-base", "HEAD", branch).decode().strip()
-    raise ChangesError(
+    raise RevisionError(
         f"cannot find a default branch in {repo.work_tree} (tried {', '.join(DEFAULT_BRANCHES)}); "
         "pass --base REV"
     )
@@ -75,11 +75,11 @@ def diff_stat(repo: Git, base: str, head: str | None) -> str:
 
 
 def resolve_revision(repo: Git, revision: str) -> str:
-    """The commit id a revision names; raises ChangesError naming the revision when unknown."""
+    """The commit id a revision names; raises RevisionError naming the revision when unknown."""
     commit = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options",
                   f"{revision}^{{commit}}", check=False)
     if not commit:
-        raise ChangesError(
+        raise RevisionError(
             f"unknown revision {revision!r} in {repo.work_tree}; check the name or fetch it"
         )
     return commit.decode().strip()
@@ -107,12 +107,12 @@ def _git(repo: Git, *args: str, check: bool = True) -> bytes:
     try:
         result = repo.run(*args, check=False)
     except GitError as exc:
-        raise ChangesError(str(exc)) from exc
+        raise RevisionError(str(exc)) from exc
     if result.returncode != 0:
         if not check:
             return b""
         stderr = result.stderr.decode("utf-8", "replace").strip()
-        raise ChangesError(f"git {' '.join(args)} failed in {repo.work_tree}: {stderr}")
+        raise RevisionError(f"git {' '.join(args)} failed in {repo.work_tree}: {stderr}")
     return result.stdout
 
 
@@ -120,4 +120,4 @@ def _paths(repo: Git, *args: str) -> list[str]:
     try:
         return repo.paths(*args)
     except GitError as exc:
-        raise ChangesError(str(exc)) from exc
+        raise RevisionError(str(exc)) from exc

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from app.action.env import ActionError, ActionInputs
-from github.events import PullRequestEvent
+from github.webhook_payloads import PullRequestEvent
 
 # A push that created its branch has no "before": git's null sha.
 NULL_SHA = "0" * 40

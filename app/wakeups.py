@@ -1,4 +1,4 @@
-"""Work delivery: Dramatiq carries wake-up messages; the ledger stays the source of truth.
+"""Wake-ups: Dramatiq carries wake-up messages; the ledger stays the source of truth.
 
 ``advance_run(run_id)`` may arrive twice, late, or never. A duplicate finds the lease held or
 the run moved on and does nothing; a lost one is made good by the ``Reaper``, which re-enqueues
@@ -55,7 +55,7 @@ def _retry_transient(retries: int, exception: Exception) -> bool:
     return isinstance(exception, TransientFailure) and retries < MAX_RETRIES
 
 
-class Delivery:
+class WakeUps:
     """The ``advance_run`` actor on one broker, with an engine built lazily per process."""
 
     def __init__(self, broker: dramatiq.Broker, engine_factory: Callable[[], Engine], *,
@@ -148,8 +148,8 @@ class WorkerLifecycle(Middleware):
     """Starts the reaper when a worker process boots; on shutdown, stops it and asks running
     sessions to release their runs after the current step."""
 
-    def __init__(self, delivery: Delivery, reaper_factory: Callable[[], Reaper] | None) -> None:
-        self.delivery = delivery
+    def __init__(self, wakeups: WakeUps, reaper_factory: Callable[[], Reaper] | None) -> None:
+        self.wakeups = wakeups
         self.reaper_factory = reaper_factory
         self._stop: threading.Event | None = None
 
@@ -160,4 +160,4 @@ class WorkerLifecycle(Middleware):
     def before_worker_shutdown(self, broker: dramatiq.Broker, worker: Any) -> None:
         if self._stop is not None:
             self._stop.set()
-        self.delivery.stop_sessions()
+        self.wakeups.stop_sessions()
