@@ -141,7 +141,9 @@ def test_three_subagents_run_in_parallel_and_the_specify_prompt_gets_paths_and_n
 def test_a_crash_after_two_of_three_results_runs_only_the_third(tmp_path: Path) -> None:
     ratchet = Ratchet(home=tmp_path / "home", repo=make_target_repo(
         tmp_path / "repo", config=research_config(["alpha", "beta", "gamma"])))
-    ratchet.env["AGENT_SUBAGENT_HOLD"] = "gamma"  # still running when the crash comes
+    # All three start before any finishes (MEET); gamma is still running when the crash comes
+    # after the second result (HOLD, on its first start only): whatever the machine's load.
+    ratchet.env.update({"AGENT_SUBAGENT_MEET": "3", "AGENT_SUBAGENT_HOLD": "gamma"})
 
     crashed = ratchet.create(extra={"RATCHET_CRASH_AT": "after_subagent_result:research.1:2"})
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
