@@ -1,7 +1,9 @@
 """Keep secrets out of the ledger: logs, evidence, artifacts and effect payloads are redacted.
 
 Known secret values (environment variables named like secrets, passwords inside service URLs)
-and well-known token shapes are replaced before anything is persisted or sent.
+and well-known token shapes are replaced before anything is persisted or sent. Logs and
+artifacts are redacted as bytes: what surrounds a secret (a byte that is not UTF-8, binary
+content) never keeps it from being masked.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 MASK = "***"
+MASK_BYTES = MASK.encode()
 MIN_SECRET_LENGTH = 6  # shorter values would mask ordinary words
 # Names of environment variables whose values are secrets.
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|PRIVATE_KEY|API_KEY|CREDENTIAL|AUTH",
@@ -21,12 +24,15 @@ TOKEN_SHAPES = re.compile(
     r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}"
     r"|sk-(?:ant-)?[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|xox[baprs]-[A-Za-z0-9-]{10,})\b"
 )
+TOKEN_SHAPES_BYTES = re.compile(TOKEN_SHAPES.pattern.encode())
 
 
 class Redactor:
     def __init__(self, values: Iterable[str] = ()) -> None:
         unique = {v for v in values if len(v) >= MIN_SECRET_LENGTH}
         self._values = sorted(unique, key=len, reverse=True)  # longest first: no partial masks
+        self._encoded = sorted({v.encode(errors="surrogateescape") for v in unique},
+                               key=len, reverse=True)
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str], *,
@@ -47,13 +53,11 @@ class Redactor:
         return TOKEN_SHAPES.sub(MASK, text)
 
     def bytes(self, data: bytes) -> bytes:
-        """Redact text content; binary content (not UTF-8) is kept as it is."""
-        try:
-            text = data.decode()
-        except UnicodeDecodeError:
-            return data
-        redacted = self(text)
-        return data if redacted == text else redacted.encode()
+        """Redact raw content, text or not: every other byte is kept as it is."""
+        for value in self._encoded:
+            if value in data:
+                data = data.replace(value, MASK_BYTES)
+        return TOKEN_SHAPES_BYTES.sub(MASK_BYTES, data)
 
     def value(self, value: Any) -> Any:
         """Redact every string in a JSON-like value (nested dicts and lists)."""
