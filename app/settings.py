@@ -92,9 +92,11 @@ class Settings(BaseSettings):
     @field_validator("home")
     @classmethod
     def _home_is_a_folder(cls, value: Path) -> Path:
+        """An absolute folder, resolved against the folder Ratchet starts in: agents and checks
+        work in other folders, where a relative home would name another place."""
         if value.exists() and not value.is_dir():
             raise ValueError(f"{value} is a file; RATCHET_HOME must name a folder")
-        return value
+        return value.absolute()
 
     @field_validator("store_url")
     @classmethod

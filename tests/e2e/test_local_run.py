@@ -289,3 +289,15 @@ def test_verify_again_checks_the_same_tree_once_the_outside_cause_is_fixed(tmp_p
     first, second = ratchet.branch_pushes(run_id)[-2:]
     assert git(ratchet.repo, "rev-parse", f"{first}^{{tree}}", f"{second}^{{tree}}").split() == [
         ratchet.branch_tree(run_id)] * 2
+
+
+def test_a_relative_home_is_made_absolute_at_start(tmp_path, monkeypatch):
+    """RATCHET_HOME=home, read from the folder the CLI starts in: the run's agents, checks and
+    ledger find it there, whichever folder they work in."""
+    ratchet = Ratchet(home=tmp_path / "home", repo=make_target_repo(tmp_path / "repo"),
+                      env={"RATCHET_HOME": "home"})
+    monkeypatch.chdir(ratchet.home.parent)  # the CLI's folder, for the commands run in-process
+    run_id, _ = drive_to_done(ratchet)
+    assert ratchet.status(run_id)["state"] == "done"
+    assert (tmp_path / "home" / "ratchet.db").is_file()
+    assert ratchet.agent_runs()[:3] == ["research.1", "specify.1", "implement.1"]
