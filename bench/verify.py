@@ -10,7 +10,10 @@ Prints four ratios, each against a baseline measured in the same run:
     tree, read every manifest, plan) divided by the time `git ls-files` takes to list that
     same working tree, untracked files included as planning lists it (target at most 3);
 (d) that plan time divided by the plan time on a 150-package repository of the same shape
-    (target at most 12: linear growth).
+    (target at most 12: linear growth);
+(e) matching hostile globs (`**/**/...` against a 200-deep path, `*d*d...` against a
+    200-character name; a backtracking matcher takes hours), divided by matching a literal
+    pattern as long against the same path (target at most 20).
 
 Run with `.venv/bin/python bench/verify.py`; exits 0. About a minute on 2 cores.
 """
@@ -29,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from plumbing.git import Git
 from verification.config import VerifyConfig
 from verification.execute import execute_plan
+from verification.globs import compile_glob
 from verification.plan import Plan, PlannedCheck, PlannedWorkspace, build_plan
 from verification.tree import DirectoryTree, GitRevisionTree, GitTree
 
@@ -223,6 +227,23 @@ def bench_large_plan(scratch: Path) -> None:
           f"(target <= 12: linear growth) {verdict}")
 
 
+def bench_globs() -> None:
+    deep, long = "/".join(["d"] * 200), "d" * 200  # 200 segments; one segment of 200 characters
+    cases = [(deep, "**/" * 20 + "x"), (deep, "**/*/" * 20 + "x"), (long, "*d" * 12 + "*x")]
+    print("(e) hostile globs, each against a literal pattern as long on the same path")
+    worst = 0.0
+    for path, pattern in cases:
+        hostile, literal = compile_glob(pattern), compile_glob(path + "x")
+        hostile_s = best_of(lambda g=hostile, p=path: [g.matches(p) for _ in range(100)])
+        literal_s = best_of(lambda g=literal, p=path: [g.matches(p) for _ in range(100)])
+        worst = max(worst, hostile_s / literal_s)
+        print(f"    {pattern[:24] + '...':28} {hostile_s * 1e4:7.1f} us (literal: "
+              f"{literal_s * 1e4:.1f} us, baseline)")
+    verdict = "ok" if worst <= 20 else "MISS"
+    print(f"    slowest hostile / literal    {worst:.2f}  (target <= 20: no backtracking) "
+          f"{verdict}")
+
+
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ratchet-bench-") as scratch:
         bench_parallel(Path(scratch) / "parallel")
@@ -230,6 +251,7 @@ def main() -> int:
         bench_planning(Path(scratch))
     with tempfile.TemporaryDirectory(prefix="ratchet-bench-") as scratch:
         bench_large_plan(Path(scratch))
+    bench_globs()
     return 0
 
 
