@@ -10,7 +10,8 @@ from pathlib import Path
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from runner.agents.command import MAX_OUTPUT_BYTES
+from plumbing.logfile import MIN_LOG_BYTES
+from runner.agents.command import MAX_LOG_BYTES, MAX_OUTPUT_BYTES
 from runner.agents.presets import PRESETS
 from runner.budget import Budget
 from runner.faults import CrashPoints
@@ -60,6 +61,7 @@ class Settings(BaseSettings):
     sandbox: SandboxMode = SandboxMode.BWRAP  # bwrap, or none (unconfined: not recommended)
     sandbox_rw: str = ""  # colon-separated folders agents and checks may write (tool caches)
     max_output_bytes: int = Field(MAX_OUTPUT_BYTES, ge=1)  # cap on a phase's output file
+    max_log_bytes: int = Field(MAX_LOG_BYTES, ge=MIN_LOG_BYTES)  # cap on a log on disk
     # GitHub: the App, its webhook, and who may trigger what.
     webhook_secret: str | None = None  # deliveries without a matching signature are refused
     insecure_dev_webhooks: bool = False  # accept unsigned deliveries (local development only)
@@ -179,6 +181,7 @@ class Settings(BaseSettings):
             crash=CrashPoints(self.crash_at),
             sandbox=self.sandbox_policy(),
             max_output_bytes=self.max_output_bytes,
+            max_log_bytes=self.max_log_bytes,
         )
 
 

@@ -113,6 +113,7 @@ class Engine:
             return CommandAgent(chosen.templates, env=self.settings.child_env,
                                 sandbox=self.settings.sandbox,
                                 max_output_bytes=self.settings.max_output_bytes,
+                                max_log_bytes=self.settings.max_log_bytes,
                                 parse_usage=chosen.parse_usage,
                                 install_hint=chosen.install_hint)
         if not command:
@@ -120,4 +121,5 @@ class Engine:
                 f"run {run.id} has no agent command; give it one, then retry the run"
             )
         return CommandAgent(command, env=self.settings.child_env, sandbox=self.settings.sandbox,
-                            max_output_bytes=self.settings.max_output_bytes)
+                            max_output_bytes=self.settings.max_output_bytes,
+                            max_log_bytes=self.settings.max_log_bytes)

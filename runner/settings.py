@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.agents.command import MAX_OUTPUT_BYTES
+from runner.agents.command import MAX_LOG_BYTES, MAX_OUTPUT_BYTES
 from runner.budget import Budget
 from runner.decisions import Limits
 from runner.faults import NO_CRASH, CrashPoints
@@ -40,6 +40,7 @@ class EngineSettings:
     crash: CrashPoints = NO_CRASH
     sandbox: Sandbox = field(default_factory=Sandbox)  # where agents and checks run
     max_output_bytes: int = MAX_OUTPUT_BYTES
+    max_log_bytes: int = MAX_LOG_BYTES  # an agent's or a check's log on disk
     owner: str = field(
         default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
     )

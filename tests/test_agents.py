@@ -215,6 +215,46 @@ def test_other_exit_is_deterministic_with_the_log_tail(tmp_path: Path) -> None:
     assert "line 0\n" not in tail and len(tail.encode()) <= 4096
 
 
+@pytest.mark.parametrize("exit_code", [0, 3])
+def test_an_agent_printing_past_the_log_cap_leaves_the_cap_on_disk(
+    tmp_path: Path, exit_code: int
+) -> None:
+    """Ten times the cap printed: the log on disk keeps its head and its tail within the cap,
+    and the evidence says how much was printed and how much was left out."""
+    cap = 64 * 1024
+    task = make_task(tmp_path)
+    prefix = script(
+        tmp_path,
+        f"""
+        import os, sys
+        print("first line", flush=True)
+        for i in range(10 * {cap} // 64):
+            sys.stdout.write(f"{{i:>63}}\\n")
+        print("last line", file=sys.stderr, flush=True)
+        open(os.environ["RATCHET_OUTPUT"], "wb").write(b"# Analysis\\n")
+        sys.exit({exit_code})
+        """,
+    )
+    agent = unconfined_agent(prefix, max_log_bytes=cap)
+
+    if exit_code:
+        with pytest.raises(DeterministicFailure) as info:
+            agent.run(task)
+        printed, omitted = (info.value.evidence["log_bytes"],
+                            info.value.evidence["log_omitted_bytes"])
+    else:
+        result = agent.run(task)
+        printed, omitted = result.log_bytes, result.log_omitted_bytes
+
+    kept = task.log_file.read_bytes()
+    assert len(kept) <= cap
+    assert printed == len("first line\n") + 10 * cap + len("last line\n")
+    assert printed - cap < omitted < printed - cap // 2
+    assert kept.startswith(b"first line\n") and kept.endswith(b"last line\n")
+    assert f"ratchet: {omitted} of {printed} bytes omitted".encode() in kept
+    assert b"RATCHET_MAX_LOG_BYTES" in kept
+
+
 def test_timeout_kills_the_whole_group_including_a_stubborn_grandchild(tmp_path: Path) -> None:
     task = make_task(tmp_path, timeout=1.0)
     pid_file = tmp_path / "grandchild.pid"

@@ -14,6 +14,8 @@ from collections import deque
 # Default bytes kept from the start and from the end of a check's output.
 HEAD_LIMIT = 64 * 1024
 TAIL_LIMIT = 192 * 1024
+# Bytes of a cap kept for the marker between head and tail.
+MARKER_ROOM = 64
 
 
 class LogCapture:
@@ -21,6 +23,15 @@ class LogCapture:
 
     Thread-safe: a reader thread writes while the owner may read the size.
     """
+
+    @classmethod
+    def within(cls, cap: int | None) -> LogCapture:
+        """A capture whose head, marker and tail fit in ``cap`` bytes (None: the defaults),
+        never more than the defaults: the log is evidence, stored in the ledger."""
+        if cap is None:
+            return cls()
+        head = min(HEAD_LIMIT, cap // 4)
+        return cls(head_limit=head, tail_limit=min(TAIL_LIMIT, cap - head - MARKER_ROOM))
 
     def __init__(self, *, head_limit: int = HEAD_LIMIT, tail_limit: int = TAIL_LIMIT) -> None:
         self._head_limit = head_limit
@@ -58,6 +69,12 @@ class LogCapture:
         """Hex sha256 of every byte written."""
         with self._lock:
             return self._digest.hexdigest()
+
+    @property
+    def omitted(self) -> int:
+        """Bytes left out between the head and the tail."""
+        with self._lock:
+            return max(0, self._size - len(self._head) - min(self._tail_size, self._tail_limit))
 
     def text(self) -> str:
         """The kept head and tail as text, with a marker naming how many bytes were left out."""

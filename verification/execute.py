@@ -69,8 +69,9 @@ class CheckResult:
     """What one check did: status, exit code, duration, its log (capped) and its hash.
 
     `log_sha256` and `log_size` describe the full raw output; `log` is the captured head and
-    tail after redaction. `reused` is True when the result comes from an earlier run of the same
-    check on the same tree, returned by the caller's `reuse` function.
+    tail after redaction, `log_omitted` the bytes left out between them. `reused` is True when
+    the result comes from an earlier run of the same check on the same tree, returned by the
+    caller's `reuse` function.
     """
 
     key: str
@@ -86,6 +87,7 @@ class CheckResult:
     log: str
     junit: TestSummary | None = None
     reused: bool = False
+    log_omitted: int = 0
 
     @property
     def passed(self) -> bool:
@@ -110,6 +112,7 @@ class CheckResult:
             "log": self.log,
             "junit": self.junit.to_dict() if self.junit is not None else None,
             "reused": self.reused,
+            "log_omitted": self.log_omitted,
         }
 
     @classmethod
@@ -133,6 +136,7 @@ def execute_plan(
     redact: Callable[[str], str] | None = None,
     env: Mapping[str, str] | None = None,
     confine: Confine = unconfined,
+    max_log_bytes: int | None = None,
 ) -> list[CheckResult]:
     """Run every check of `plan` under `root`; return the results in plan order.
 
@@ -141,9 +145,10 @@ def execute_plan(
     `on_result` is called on this thread, in completion order. `redact` is applied to log text
     before it is stored in a result; hashes and sizes are of the raw output. `env` replaces the
     inherited environment (default: `os.environ`). `confine` wraps every command.
+    `max_log_bytes` lowers the cap on each log kept (`LogCapture.within`).
     """
     runner = _Runner(root, dict(os.environ if env is None else env), redact or (lambda s: s),
-                     confine, plan.folder)
+                     confine, plan.folder, max_log_bytes)
     results: dict[str, CheckResult] = {}
 
     def report(result: CheckResult) -> None:
@@ -244,7 +249,7 @@ class _Runner:
 
     def __init__(
         self, root: Path, env: dict[str, str], redact: Callable[[str], str], confine: Confine,
-        folder: Callable[[str], str],
+        folder: Callable[[str], str], max_log_bytes: int | None,
     ) -> None:
         self.root = root
         self.folder = folder  # a workspace's real folder (its name may not be UTF-8)
@@ -252,6 +257,7 @@ class _Runner:
         self.redact = redact
         self.confine = confine
         self.scratch = Path(tempfile.gettempdir())
+        self.max_log_bytes = max_log_bytes
         self._live: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
 
@@ -268,7 +274,7 @@ class _Runner:
             "RATCHET_CHECK": check.key,
             "RATCHET_WORKSPACE": folder,
         }
-        capture = LogCapture()
+        capture = LogCapture.within(self.max_log_bytes)
         started = time.monotonic()
         status, exit_code = self._run(check.command, cwd, env, check.timeout, capture)
         duration = round(time.monotonic() - started, 3)
@@ -287,13 +293,14 @@ class _Runner:
             log_size=capture.size,
             log=self.redact(capture.text()),
             junit=junit,
+            log_omitted=capture.omitted,
         )
 
     def run_setup(
         self, workspace: str, commands: tuple[str, ...], timeout: float
     ) -> CheckResult | None:
         """Run the setup commands in order; None when all pass, else an `error` result."""
-        capture = LogCapture()
+        capture = LogCapture.within(self.max_log_bytes)
         started = time.monotonic()
         for command in commands:
             capture.write(f"$ {command}\n".encode())
@@ -318,6 +325,7 @@ class _Runner:
                 log_sha256=capture.sha256,
                 log_size=capture.size,
                 log=self.redact(capture.text()),
+                log_omitted=capture.omitted,
             )
         return None
 

@@ -101,14 +101,15 @@ class Verification:
         reuse: Callable[[PlannedCheck], CheckResult | None] | None = None,
         redact: Callable[[str], str] | None = None,
         artifacts: Mapping[str, str] | None = None,
+        max_log_bytes: int | None = None,
     ) -> EvidenceBundle:
         """Run the plan's checks confined by ``sandbox`` and bundle the evidence.
 
         Checks see ``readable`` paths too (a run's repository objects), and the network only
-        when the config allows it; ``env``, ``on_result``, ``reuse`` and ``redact`` are
-        ``execute_plan``'s. ``artifacts`` (path -> sha256) are listed in the evidence. Raises
-        ``SandboxUnavailable`` (from ``sandbox.check``) and RevisionError (a worktree of the
-        head, the diff stat).
+        when the config allows it; ``env``, ``on_result``, ``reuse``, ``redact`` and
+        ``max_log_bytes`` are ``execute_plan``'s. ``artifacts`` (path -> sha256) are listed in
+        the evidence. Raises ``SandboxUnavailable`` (from ``sandbox.check``) and RevisionError
+        (a worktree of the head, the diff stat).
         """
         plan = self.plan
         repo = self.candidate.repo
@@ -121,7 +122,8 @@ class Verification:
                                         network=self.config.network)
             with self._checked_out() as folder:
                 results = execute_plan(plan, folder, on_result=on_result, reuse=reuse,
-                                       redact=redact, env=env, confine=confine)
+                                       redact=redact, env=env, confine=confine,
+                                       max_log_bytes=max_log_bytes)
                 root = str(folder)
         stat = self.candidate.diff_stat
         if stat is None:

@@ -56,6 +56,8 @@ class AgentResult:
     output_sha256: str  # of the output file's bytes
     log_tail: str  # last ~4 KiB of the log, for evidence
     usage: Mapping[str, Any] = field(default_factory=dict)  # runner/usage.py's record
+    log_bytes: int = 0  # what the agent printed in all
+    log_omitted_bytes: int = 0  # what of it its capped log left out
 
 
 class Agent(Protocol):

@@ -6,8 +6,10 @@ involved, so a prompt is never re-parsed or executed. The agent runs in the sand
 (``runner/sandbox.py``) and in its own process group, which is killed as a whole on timeout, on
 cancellation, when it has been idle (no output, no worktree change) for its idle timeout, and
 after the agent exits; the sandbox's PID namespace ends every descendant that left the group.
-Its output and its usage report are read without following symlinks and capped; what it spent
-(``runner/usage.py``) travels with its result or with the failure it raised.
+Its output and its usage report are read without following symlinks and capped; its log
+(stdout and stderr) is capped on disk (``plumbing/logfile.py``: head and tail kept, the sizes in
+the evidence); what it spent (``runner/usage.py``) travels with its result or with the failure
+it raised.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from string import Formatter
 from typing import Any
 
 from plumbing.files import UnsafePath, read_beneath
+from plumbing.logfile import CappedLog
 from plumbing.process import stop_group
 from runner.agents.base import AgentResult, AgentTask
 from runner.errors import (
@@ -55,6 +58,10 @@ POLL_INTERVAL = 0.05
 LOG_TAIL_BYTES = 4096
 # Default cap on a phase's output file (a setting overrides it).
 MAX_OUTPUT_BYTES = 1 << 20
+# Default cap on an agent's log on disk (a setting overrides it).
+MAX_LOG_BYTES = 8 << 20
+# Seconds the log's pipe may take to drain once the agent's process group is gone.
+LOG_DRAIN_S = 2.0
 # How much of the log end a usage parser reads (a CLI's totals come last).
 USAGE_LOG_BYTES = 1 << 20
 # Bounds on how often an idle watch walks the worktree: a tenth of the idle timeout, at least
@@ -140,6 +147,7 @@ class CommandAgent:
         kill_grace: float = 5.0,
         sandbox: Sandbox | None = None,
         max_output_bytes: int = MAX_OUTPUT_BYTES,
+        max_log_bytes: int = MAX_LOG_BYTES,
         parse_usage: Callable[[str], dict[str, Any]] | None = None,
         install_hint: str | None = None,
     ) -> None:
@@ -153,6 +161,7 @@ class CommandAgent:
         self.kill_grace = kill_grace
         self.sandbox = sandbox or Sandbox()
         self.max_output_bytes = max_output_bytes
+        self.max_log_bytes = max_log_bytes
         self.parse_usage = parse_usage
         self.install_hint = install_hint
 
@@ -184,13 +193,14 @@ class CommandAgent:
             task.run_id, task.step, argv[0], str(task.worktree), self.sandbox.mode,
         )
         started = time.monotonic()
-        proc = self._start(argv, task, template)
+        proc, printed = self._start(argv, task, template)
         try:
-            stopped = self._wait(proc, task, cancel)
+            stopped = self._wait(proc, task, cancel, printed)
         finally:
             # In every path: kill what is left of the group (all of it on timeout, idleness or
             # cancellation, leftovers after a normal exit) and reap the leader.
             returncode = stop_group(proc, grace=self.kill_grace)
+            printed.finish(drain=LOG_DRAIN_S)
         duration = time.monotonic() - started
         tail = _read_tail(task.log_file)
         usage = self._usage(task, duration)
@@ -200,6 +210,8 @@ class CommandAgent:
             "exit_code": returncode,
             "duration_s": round(duration, 3),
             "log_file": str(task.log_file),
+            "log_bytes": printed.size,
+            "log_omitted_bytes": printed.omitted,
             "log_tail": tail,
             "sandbox": str(self.sandbox.mode),
         }
@@ -255,6 +267,8 @@ class CommandAgent:
             ).hexdigest(),
             log_tail=tail,
             usage=usage,
+            log_bytes=int(evidence["log_bytes"]),
+            log_omitted_bytes=int(evidence["log_omitted_bytes"]),
         )
 
     def _usage(self, task: AgentTask, duration: float) -> dict[str, Any]:
@@ -271,8 +285,9 @@ class CommandAgent:
         return measured(merge_usage(read_usage_file(task), parsed), seconds=duration)
 
     def _start(self, argv: list[str], task: AgentTask,
-               template: str) -> subprocess.Popen[bytes]:
-        """Start the agent in its own session with stdout and stderr going to the log."""
+               template: str) -> tuple[subprocess.Popen[bytes], CappedLog]:
+        """Start the agent in its own session with stdout and stderr going to its capped
+        log."""
         env = {
             **self._env,
             **task.env,
@@ -309,25 +324,29 @@ class CommandAgent:
             readable=(task.prompt_file, *program_path, *task.readable,
                       *(() if task.worktree_writable else tree)),
         )
-        with task.log_file.open("wb") as log_fp:
-            try:
-                return subprocess.Popen(
-                    command,
-                    cwd=task.worktree,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log_fp,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            except OSError as exc:
-                raise DeterministicFailure(
-                    f"cannot start agent command {argv[0]!r} from template {template!r} "
-                    f"in {str(task.worktree)!r}: {exc.strerror or exc}"
-                    f"{f' ({exc.filename})' if exc.filename else ''};"
-                    f" {self._hint(exc)}",
-                    evidence={"command": argv[0], "template": template},
-                ) from exc
+        printed = CappedLog(task.log_file, self.max_log_bytes)
+        try:
+            proc = subprocess.Popen(
+                command,
+                cwd=task.worktree,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            printed.close()
+            raise DeterministicFailure(
+                f"cannot start agent command {argv[0]!r} from template {template!r} "
+                f"in {str(task.worktree)!r}: {exc.strerror or exc}"
+                f"{f' ({exc.filename})' if exc.filename else ''};"
+                f" {self._hint(exc)}",
+                evidence={"command": argv[0], "template": template},
+            ) from exc
+        assert proc.stdout is not None
+        printed.follow(proc.stdout)
+        return proc, printed
 
     def _hint(self, exc: OSError) -> str:
         """What to do about an agent that could not start: a preset's install hint when its
@@ -337,7 +356,8 @@ class CommandAgent:
         return _start_hint(exc)
 
     def _wait(
-        self, proc: subprocess.Popen[bytes], task: AgentTask, cancel: threading.Event | None
+        self, proc: subprocess.Popen[bytes], task: AgentTask, cancel: threading.Event | None,
+        printed: CappedLog,
     ) -> str | None:
         """Wait for the agent to exit; say why it must be stopped instead, if it must.
 
@@ -345,7 +365,7 @@ class CommandAgent:
         stop it.
         """
         deadline = time.monotonic() + task.timeout
-        watch = Activity(task) if task.idle_timeout else None
+        watch = Activity(task, printed) if task.idle_timeout else None
         while True:
             if cancel is not None and cancel.is_set():
                 log.warning("run %r step %r: cancelled, killing agent", task.run_id, task.step)
@@ -366,26 +386,28 @@ class CommandAgent:
 
 
 class Activity:
-    """Watches an agent for signs of life: its log growing, or a change in its worktree or
+    """Watches an agent for signs of life: its output growing, or a change in its worktree or
     output folder (a file's size or modification time, a file added or removed).
 
-    The log is looked at on every poll; the folders, which cost a walk, about ten times per
+    The output is looked at on every poll (its count of bytes printed: the log on disk stops
+    growing at its cap); the folders, which cost a walk, about ten times per
     idle timeout (``IDLE_WALK_MIN`` to ``IDLE_WALK_MAX`` seconds apart).
     """
 
-    def __init__(self, task: AgentTask) -> None:
+    def __init__(self, task: AgentTask, printed: CappedLog) -> None:
         self.task = task
+        self.printed = printed
         self.interval = min(max((task.idle_timeout or 0) / 10, IDLE_WALK_MIN), IDLE_WALK_MAX)
         now = time.monotonic()
         self.last_change = now
         self.next_walk = now + self.interval
-        self.log_size = _size(task.log_file)
+        self.log_size = printed.size
         self.tree = _fingerprint((task.worktree, task.output_dir))
 
     def idle_for(self) -> float:
         """Seconds since the agent last showed a sign of life."""
         now = time.monotonic()
-        size = _size(self.task.log_file)
+        size = self.printed.size
         if size != self.log_size:
             self.log_size, self.last_change = size, now
         if now >= self.next_walk:
@@ -394,13 +416,6 @@ class Activity:
             if tree != self.tree:
                 self.tree, self.last_change = tree, now
         return now - self.last_change
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return -1
 
 
 def _fingerprint(roots: Sequence[Path]) -> str:

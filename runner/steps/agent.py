@@ -169,6 +169,8 @@ def _conclude(inp: StepInput, services: StepServices, phase: State, task: AgentT
         "duration_s": round(result.duration_s, 3),
         "sandbox": str(services.settings.sandbox.mode),
         "usage": usage,
+        # Its log is capped on disk (RATCHET_MAX_LOG_BYTES): what it printed, what was dropped.
+        "log": {"bytes": result.log_bytes, "omitted_bytes": result.log_omitted_bytes},
     }
     tree, patch_sha = inp.tree, inp.patch_sha
     if PROFILES[phase].modify_worktree:

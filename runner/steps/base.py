@@ -151,7 +151,8 @@ def write_journal(folder: Path, result: AgentResult) -> None:
     write_atomic(folder / JOURNAL, json.dumps({
         "exit_code": result.exit_code, "duration_s": result.duration_s,
         "output_sha256": result.output_sha256, "log_tail": result.log_tail,
-        "usage": dict(result.usage),
+        "usage": dict(result.usage), "log_bytes": result.log_bytes,
+        "log_omitted_bytes": result.log_omitted_bytes,
     }).encode())
 
 
@@ -162,7 +163,8 @@ def read_journal(folder: Path) -> AgentResult | None:
         data = json.loads((folder / JOURNAL).read_text())
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         return AgentResult(data["exit_code"], data["duration_s"], data["output_sha256"],
-                           data["log_tail"], usage)
+                           data["log_tail"], usage, int(data.get("log_bytes", 0)),
+                           int(data.get("log_omitted_bytes", 0)))
     except (OSError, ValueError, KeyError, AttributeError):
         return None
 

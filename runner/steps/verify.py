@@ -66,7 +66,7 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
     bundle = verification.run(
         services.settings.sandbox, readable=(worktrees.repository_objects(inp.worktree),),
         env=services.settings.child_env, on_result=persist, reuse=previous.get,
-        redact=services.settings.redact,
+        redact=services.settings.redact, max_log_bytes=services.settings.max_log_bytes,
         artifacts={path: sha256_hex(data) for path, data in artifacts.items()},
     )
     results = list(bundle.results)

@@ -184,6 +184,25 @@ def test_large_output_is_capped_head_and_tail_and_hashed_in_full(tmp_path: Path)
     assert result.log_tail(2) == "line 000999998\nline 000999999"
 
 
+def test_a_lower_log_cap_keeps_head_and_tail_within_it_and_says_what_was_dropped(
+    tmp_path: Path,
+) -> None:
+    cap = 16 * 1024
+    script = tmp_path / "emit.py"
+    script.write_text(
+        "import sys\nfor i in range(20_000):\n    sys.stdout.write(f'line {i:09d}\\n')\n"
+    )
+    [result] = execute_plan(plan_of(check("loud", f"python {script}")), tmp_path,
+                            max_log_bytes=cap)
+    kept = result.log.encode()
+    assert len(kept) <= cap
+    assert result.log_size == 20_000 * 15
+    assert result.log.startswith("line 000000000\n") and result.log.endswith("line 000019999\n")
+    assert f"... {result.log_omitted} bytes omitted ..." in result.log
+    assert result.log_size - cap < result.log_omitted < result.log_size - cap // 2
+    assert CheckResult.from_dict(result.to_dict()) == result
+
+
 def test_redact_applies_to_the_log_and_env_replaces_the_environment(tmp_path: Path) -> None:
     env = {"PATH": os.environ["PATH"], "TOKEN": "s3cret"}
     [result] = execute_plan(
