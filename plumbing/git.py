@@ -8,6 +8,13 @@ every call here names its git dir (and work tree) explicitly, starts from an env
 holds only what git needs, ignores system and global configuration, and forces the settings that
 could run a program or change bytes. ``runner/`` and ``verification/`` both use this module.
 
+Git never looks inside anything the worktree's writer made: submodules are ignored everywhere
+(``diff.ignoreSubmodules=all`` for porcelain, ``--ignore-submodules=all`` on the plumbing that
+compares the work tree, no recursion), because a folder at a gitlink path may hold a nested
+repository whose own configuration names a filter git would run as Ratchet, or a FIFO that
+blocks git forever. The caller scans the tree before git sees it (``plumbing/walk.py``); every
+call also has a timeout, after which git and everything it started are killed.
+
 An attributes file in the private git dir (``info/attributes``, the highest-precedence source,
 https://git-scm.com/docs/gitattributes) switches off, for every path, the attributes a
 ``.gitattributes`` in the worktree could use to transform content: ``install_neutral_attributes``
@@ -23,6 +30,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from plumbing.process import stop_group
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +51,10 @@ SAFE_CONFIG = (
     "protocol.ext.allow=never",  # ext:: URLs run commands
     "submodule.recurse=false",
     "fetch.recurseSubmodules=false",
+    "diff.ignoreSubmodules=all",  # porcelain never runs `git status` inside a submodule
+    "status.submoduleSummary=false",
+    "core.trustctime=true",  # a rewritten file with a forged mtime still looks changed
+    "core.checkStat=default",
     "color.ui=false",
     "advice.detachedHead=false",
     "i18n.commitEncoding=UTF-8",  # no encoding header: same inputs, same commit sha
@@ -69,6 +82,14 @@ _ENV_KEEP = frozenset(
         "NO_PROXY",
     }
 )
+
+# How long a git call may take (seconds) unless its caller says otherwise: commands that talk to
+# a remote move a whole repository; every other one reads or writes one local tree.
+LOCAL_TIMEOUT = 600.0
+NETWORK_TIMEOUT = 1800.0
+_NETWORK_COMMANDS = frozenset({"clone", "fetch", "push", "ls-remote"})
+# How long a timed-out git gets to exit after SIGTERM before its group is killed.
+_STOP_GRACE = 2.0
 
 _ENV_FIXED = {
     "LC_ALL": "C",
@@ -106,6 +127,17 @@ class GitError(Exception):
         super().__init__(f"`git {' '.join(args)}` failed in {where} ({detail})")
 
 
+class GitTimedOut(GitError):
+    """A git command ran past its timeout; it and every process it started were killed."""
+
+    def __init__(self, args: Sequence[str], where: Path, timeout: float, stdout: bytes = b"",
+                 stderr: bytes = b"") -> None:
+        self.timeout = timeout
+        super().__init__(args, where, None, stdout, stderr, reason=(
+            f"it did not finish within {timeout:g} s and was stopped; a tree git cannot read"
+            " quickly (or a remote that does not answer) is the usual cause"))
+
+
 def git_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of every git call: the kept variables of ``environ`` plus fixed ones."""
     source = os.environ if environ is None else environ
@@ -118,12 +150,15 @@ class Git:
 
     ``Git(git_dir=None)`` runs commands that need no repository (``clone``, ``ls-remote``) in
     ``cwd``. Extra ``config`` pairs are added after the safe settings (e.g. a credential helper).
+    ``timeout`` (seconds) bounds every call; None: ``NETWORK_TIMEOUT`` for commands that talk to
+    a remote, ``LOCAL_TIMEOUT`` for the rest.
     """
 
     git_dir: Path | None
     work_tree: Path | None = None
     cwd: Path | None = None
     config: tuple[str, ...] = ()
+    timeout: float | None = None
 
     def run(
         self,
@@ -131,8 +166,11 @@ class Git:
         input: bytes | None = None,
         env: Mapping[str, str] | None = None,
         check: bool = True,
+        timeout: float | None = None,
     ) -> subprocess.CompletedProcess[bytes]:
-        """Run ``git ARGS``; raise ``GitError`` when it cannot start or (``check``) fails."""
+        """Run ``git ARGS``; raise ``GitError`` when it cannot start or (``check``) fails, and
+        ``GitTimedOut`` when it runs past ``timeout`` (default: the instance's, else the
+        command's)."""
         command = ["git"]
         for setting in (*SAFE_CONFIG, *self.config):
             command += ["-c", setting]
@@ -143,20 +181,32 @@ class Git:
         command += args
         where = self.work_tree or self.git_dir or self.cwd or Path.cwd()
         cwd = self.cwd or self.work_tree or self.git_dir
+        limit = timeout or self.timeout or _default_timeout(args)
         logger.debug("git %r in %r", args, str(where))
         try:
-            result = subprocess.run(
+            # Its own session: on a timeout git and whatever it started are stopped together.
+            proc = subprocess.Popen(
                 command,
                 cwd=cwd,
                 env={**git_environment(), **(env or {})},
-                input=input,
-                stdin=None if input is not None else subprocess.DEVNULL,
-                capture_output=True,
-                check=False,
+                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
             )
         except OSError as exc:
             reason = f"{exc}; check that git is installed and the folder exists"
             raise GitError(args, where, None, reason=reason) from exc
+        try:
+            stdout, stderr = proc.communicate(input, timeout=limit)
+        except subprocess.TimeoutExpired:
+            stop_group(proc, grace=_STOP_GRACE)
+            stdout, stderr = _leftover_output(proc)
+            raise GitTimedOut(args, where, limit, stdout, stderr) from None
+        except BaseException:  # interrupted: leave no git behind
+            stop_group(proc, grace=_STOP_GRACE)
+            raise
+        result = subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
         if check and result.returncode != 0:
             raise GitError(args, where, result.returncode, result.stdout, result.stderr)
         return result
@@ -179,6 +229,23 @@ class Git:
         """
         out = self(*args).decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
         return [name for name in out.split("\0") if name]
+
+
+def _leftover_output(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """What a stopped git printed; nothing when a process that left its group (a daemon a
+    filter started) still holds the pipes, rather than waiting for it."""
+    try:
+        return proc.communicate(timeout=_STOP_GRACE)
+    except subprocess.TimeoutExpired:
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+        return b"", b""
+
+
+def _default_timeout(args: Sequence[str]) -> float:
+    """``NETWORK_TIMEOUT`` for a command that talks to a remote, ``LOCAL_TIMEOUT`` otherwise."""
+    return NETWORK_TIMEOUT if args and args[0] in _NETWORK_COMMANDS else LOCAL_TIMEOUT
 
 
 def install_neutral_attributes(git_dir: Path) -> None:

@@ -149,5 +149,10 @@ class WorktreeError(RatchetError):
     """A git operation on a mirror or worktree failed."""
 
 
+class WorktreeTimedOut(WorktreeError):
+    """A git command on a mirror or worktree ran past its timeout and was killed: the step
+    fails (naming the command) instead of hanging or being retried on the same tree."""
+
+
 class WorktreeMismatch(WorktreeError):
     """A rebuilt worktree does not hash to the checkpointed tree."""

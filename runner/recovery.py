@@ -24,7 +24,7 @@ from runner.names import EventType
 from runner.steps.base import read_journal
 from runner.subagents import MAX_PLAN_BYTES, PLAN_FILE, recorded_plan
 from runner.workflow import PROFILES, State, is_runnable
-from runner.worktrees import Worktrees
+from runner.worktrees import ChangeLimits, Worktrees
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class Recovery:
     worktrees: Worktrees
     home: Path  # Ratchet's home folder (scratch lives under it)
     max_output_bytes: int
-    max_file_bytes: int
+    limits: ChangeLimits  # the repository config's: what a step may leave
 
     def take_over(self, run: Run, lease: Lease, *, worktree: Path, scratch: Path, base: str,
                   tree: str) -> Leftovers:
@@ -56,7 +56,7 @@ class Recovery:
             return Leftovers()  # that worktree was working on an earlier step
         if recorded_plan(self.store.events(run.id), run.step) is not None:
             return Leftovers()  # its agent's result is in the ledger: only subagents are left
-        findings = self.worktrees.inspect(old, max_file_bytes=self.max_file_bytes)
+        findings = self.worktrees.inspect(old, self.limits)
         if findings:
             # Hashing it would read what no step may leave.
             self.store.append(lease, events=[NewEvent(

@@ -33,12 +33,14 @@ from runner.errors import (
     AuthorityFailure,
     BudgetExhausted,
     CorruptRecord,
+    DeterministicFailure,
     LedgerError,
     StaleWrite,
     StepFailure,
     TransientFailure,
     WorktreeError,
     WorktreeMismatch,
+    WorktreeTimedOut,
 )
 from runner.lease import Heartbeat
 from runner.ledger.records import Change, Checkpoint, EffectStatus, Lease, NewEvent, Run
@@ -159,6 +161,8 @@ class Session:
             self._reconcile(run)
         except (CorruptRecord, WorktreeMismatch) as exc:
             return self._distrust(run, exc)
+        except WorktreeTimedOut as exc:  # the same tree would take as long again
+            return self._fail(run, DeterministicFailure(f"workspace: {exc}"))
         except WorktreeError as exc:
             return self._fail(run, TransientFailure(f"workspace: {exc}"))
         except StepFailure as failure:  # the forge gave git no credential (an outage, removed)
@@ -183,7 +187,7 @@ class Session:
                 worktrees.restore(self.worktree, run.base_revision, patch, record.tree)
                 recovery = Recovery(self.store, worktrees, self.settings.home,
                                     self.settings.max_output_bytes,
-                                    repository_config(history).limits.max_file_bytes)
+                                    repository_config(history).limits)
                 self.leftovers[run.step] = recovery.take_over(
                     run, self.lease, worktree=self.worktree, scratch=self._scratch(run),
                     base=run.base_revision, tree=record.tree)
@@ -316,6 +320,8 @@ class Session:
             return self._fail(run, failure)
         except WorktreeMismatch as exc:
             return self._distrust(run, exc)
+        except WorktreeTimedOut as exc:  # the same tree would take as long again
+            return self._fail(run, DeterministicFailure(f"workspace: {exc}"))
         except WorktreeError as exc:
             return self._fail(run, TransientFailure(f"workspace: {exc}"))
         except Exception as exc:  # a bug: bounded by the same attempts as a transient failure

@@ -17,6 +17,12 @@ names it and the work tree explicitly (``plumbing.git``), so a planted ``.git`` 
 config, hook or attribute is never read. The worktree gets a ``.git`` of its own, built here
 before the agent starts, so the agent's ``git status`` and ``git diff`` work; nothing Ratchet
 decides ever reads it again.
+
+Nor does git ever look at what it must not: before git reads a worktree it is scanned with
+``lstat`` only (``plumbing/walk.py``) for a nested ``.git``, anything inside a submodule's
+folder, a FIFO, socket or device, or a tree too deep. ``inspect`` reports them (with files and
+changes over the repository's limits) as what a step may not leave; ``tree_of`` refuses to hash
+a tree that holds them; ``restore`` removes them unread before git resets the tree.
 """
 
 from __future__ import annotations
@@ -28,15 +34,19 @@ import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol
 
-from plumbing.git import Git, GitError, install_neutral_attributes
-from runner.errors import WorktreeError, WorktreeMismatch
+from plumbing.git import Git, GitError, GitTimedOut, install_neutral_attributes
+from plumbing.walk import MAX_FINDINGS, Finding, remove, scan
+from runner.errors import WorktreeError, WorktreeMismatch, WorktreeTimedOut
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +66,21 @@ class GitCommandFailed(WorktreeError):
         self.stdout = error.stdout
         self.stderr = error.stderr
         super().__init__(str(error))
+
+
+class GitCommandTimedOut(GitCommandFailed, WorktreeTimedOut):
+    """A git command ran past its timeout and was killed with all it started: the same tree
+    would take as long again, so the step fails rather than retries."""
+
+
+class UnsafeWorktree(WorktreeError):
+    """The worktree holds what git must not be shown (``findings``); nothing hashed it."""
+
+    def __init__(self, worktree: Path, findings: list[Finding]) -> None:
+        self.findings = findings
+        shown = "; ".join(f"{f.path}: {f.detail}" for f in findings[:5])
+        super().__init__(f"{worktree} holds what git must not read ({shown}); it is removed"
+                         " unread when the worktree is rebuilt from its checkpoint")
 
 
 class PushRejected(WorktreeError):
@@ -94,14 +119,12 @@ class Snapshot:
     patch: bytes
 
 
-@dataclass(frozen=True)
-class Finding:
-    """A worktree entry a step may not leave behind: ``kind`` is ``too_large``,
-    ``symlink_out`` or ``special_file``; ``path`` is repo-relative (bytes decoded losslessly)."""
+class ChangeLimits(Protocol):
+    """What one step may change (the repository config's ``limits`` section)."""
 
-    kind: str
-    path: str
-    detail: str
+    max_file_bytes: int
+    max_change_bytes: int
+    max_changed_files: int
 
 
 @contextmanager
@@ -158,6 +181,8 @@ def _run(git: Git, *args: str, input: bytes | None = None,
     """Run git, turning its failure into this layer's ``GitCommandFailed``."""
     try:
         return git(*args, input=input, env=env)
+    except GitTimedOut as exc:
+        raise GitCommandTimedOut(exc) from exc
     except GitError as exc:
         raise GitCommandFailed(exc) from exc
 
@@ -169,6 +194,8 @@ def _text(git: Git, *args: str, env: dict[str, str] | None = None) -> str:
 def _paths(git: Git, *args: str) -> list[str]:
     try:
         return git.paths(*args)
+    except GitTimedOut as exc:
+        raise GitCommandTimedOut(exc) from exc
     except GitError as exc:
         raise GitCommandFailed(exc) from exc
 
@@ -268,6 +295,14 @@ class Worktrees:
                 f"resolve the base revision again"
             )
 
+    def _gitlinks(self, worktree: Path) -> list[str]:
+        """The submodule paths of the worktree's base commit (its private HEAD), read from the
+        object store: git never reads the worktree for them."""
+        listing = _run(self.git(worktree), "ls-tree", "-r", "-z", "--full-tree", "HEAD")
+        names = listing.decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+        return [entry.split("\t", 1)[1] for entry in names.split("\0")
+                if entry.startswith("160000 ")]
+
     @staticmethod
     def _has_commit(mirror: Path, rev: str) -> bool:
         result = Git(git_dir=mirror).run(
@@ -299,7 +334,7 @@ class Worktrees:
             scratch = path.with_name(f"{epoch}.partial")
             scratch_gitdir = gitdir.with_name(f"{gitdir.name}.partial")
             for leftover in (scratch, scratch_gitdir, path):
-                shutil.rmtree(leftover, ignore_errors=True)
+                remove(leftover)  # an agent's tree of any depth, unread
             _init_gitdir(scratch_gitdir, gitdir.parent / "objects", mirror)
             scratch.mkdir(parents=True)
             _run(Git(git_dir=scratch_gitdir, work_tree=scratch), "reset", "--quiet", "--hard", base)
@@ -326,14 +361,12 @@ class Worktrees:
     def remove_run(self, run_id: str) -> None:
         """Delete every worktree and git dir of the run; idempotent.
 
-        Nothing in the worktrees is read: ``shutil.rmtree`` removes symlinks without following
-        them, and a planted ``.git`` file is just another file.
+        Nothing in the worktrees is read: symlinks are removed without being followed, a
+        planted ``.git`` file is just another file, and depth does not matter.
         """
         for folder in (self._runs / _check_run_id(run_id), self._gitdirs / run_id):
             try:
-                shutil.rmtree(folder)
-            except FileNotFoundError:
-                continue
+                remove(folder)
             except OSError as exc:
                 raise WorktreeError(
                     f"could not delete {folder} of run {run_id!r}: {exc}; fix the permissions "
@@ -365,25 +398,39 @@ class Worktrees:
 
     # -- content -------------------------------------------------------------------------------
 
-    def inspect(self, worktree: Path, *, max_file_bytes: int) -> list[Finding]:
-        """Entries a step added or changed that may not stay: files over ``max_file_bytes``,
-        symlinks whose target leaves the worktree, FIFOs, sockets and devices.
+    def hazards(self, worktree: Path, *, limit: int | None = MAX_FINDINGS) -> list[Finding]:
+        """What git must never be shown in the worktree (``plumbing.walk.scan``): a nested
+        ``.git``, anything inside a folder the base tree records as a submodule (gitlink), a
+        FIFO, socket or device, a tree too deep. Found with ``lstat`` only; git reads only the
+        base commit's tree, never the worktree."""
+        root = Path(worktree).resolve()
+        return scan(root, gitlinks=self._gitlinks(worktree), max_findings=limit)
 
-        Runs before anything hashes the worktree, so a 200 MB file is refused by its size
-        without being read. Only what ``git`` would record counts (ignored files do not).
+    def inspect(self, worktree: Path, limits: ChangeLimits) -> list[Finding]:
+        """What a step may not leave: first the ``hazards`` (then git is not run at all), else
+        entries added or changed since the tree was last rebuilt that are files over
+        ``max_file_bytes``, symlinks whose target leaves the worktree, or together more than
+        ``max_changed_files`` files or ``max_change_bytes`` bytes.
+
+        Runs before anything hashes the worktree: sizes come from ``lstat``, and git only
+        lists names (ignored files do not count), so a 6 GB sparse file is refused by its size
+        without being read.
         """
+        hazards = self.hazards(worktree)
+        if hazards:
+            return hazards
         git = self.git(worktree)
         root = Path(worktree).resolve()
         candidates = set(_paths(git, "ls-files", "-z", "--others", "--exclude-standard"))
-        candidates.update(_paths(git, "diff-files", "-z", "--name-only", "--no-renames"))
-        findings = []
+        candidates.update(_paths(git, "diff-files", "-z", "--name-only", "--no-renames",
+                                 "--ignore-submodules=all"))
+        findings, sizes = [], {}
         for relative in sorted(candidates):
-            if relative.endswith("/"):
-                continue  # an untracked nested repository: recorded as a link, never read
-            finding = _inspect_entry(root, relative, max_file_bytes)
+            size, finding = _inspect_entry(root, relative, limits.max_file_bytes)
+            sizes[relative] = 0 if finding is not None else size  # refused already, once
             if finding is not None:
                 findings.append(finding)
-        return findings
+        return findings + _over_totals(sizes, limits)
 
     def tree_of(self, worktree: Path) -> str:
         """The tree hash of the worktree's content, without touching its index or files.
@@ -391,7 +438,11 @@ class Worktrees:
         Content means what ``git add -A`` would record on top of HEAD: HEAD's tracked paths as
         they are now plus untracked files not ignored by the repository's .gitignore. A fresh
         temporary index is used, so index flags such as assume-unchanged cannot hide a change.
+        Raises ``UnsafeWorktree``, hashing nothing, when the worktree holds ``hazards``.
         """
+        hazards = self.hazards(worktree, limit=5)
+        if hazards:
+            raise UnsafeWorktree(worktree, hazards)
         git = self.git(worktree)
         with tempfile.TemporaryDirectory(prefix="ratchet-index-") as scratch:
             env = {"GIT_INDEX_FILE": str(Path(scratch, "index"))}
@@ -430,10 +481,18 @@ class Worktrees:
     def restore(self, worktree: Path, base: str, patch: bytes, expected_tree: str) -> None:
         """Reset the worktree to ``base``, apply ``patch``, prove the result is ``expected_tree``.
 
-        Untracked and ignored files are removed first, and the agent's ``.git`` is rebuilt.
+        What git must not see (``hazards``) is removed unread first; untracked and ignored
+        files go too, and the agent's ``.git`` is rebuilt. So afterwards the worktree holds
+        exactly the tree: what is verified in it is what a commit of the tree publishes.
         Raises WorktreeMismatch naming both hashes when the rebuilt content differs, and
         GitCommandFailed when the patch does not apply.
         """
+        root = Path(worktree).resolve()
+        for hazard in self.hazards(worktree, limit=None):
+            if hazard.path != ".":  # the worktree itself unreadable: git says what is wrong
+                logger.info("removing %r from %r unread: %s", hazard.path, str(root),
+                            hazard.detail)
+                remove(root / hazard.path)
         git = self.git(worktree)
         _run(git, "reset", "--quiet", "--hard", base)
         _run(git, "clean", "-ffdxq")
@@ -563,10 +622,7 @@ def _init_agent_git(worktree: Path, gitdir: Path, mirror: Path, head: str) -> No
     wrote, history from the mirror's objects. Written by hand; whatever was there is removed
     without being read."""
     agent_git = worktree / ".git"
-    if agent_git.is_symlink() or agent_git.is_file():
-        agent_git.unlink()
-    elif agent_git.exists():
-        shutil.rmtree(agent_git)
+    remove(agent_git)
     for folder in ("objects/info", "objects/pack", "refs/heads", "refs/tags"):
         (agent_git / folder).mkdir(parents=True)
     (agent_git / "HEAD").write_text(f"{head}\n")
@@ -575,23 +631,55 @@ def _init_agent_git(worktree: Path, gitdir: Path, mirror: Path, head: str) -> No
     shutil.copyfile(gitdir / "index", agent_git / "index")
 
 
-def _inspect_entry(root: Path, relative: str, max_file_bytes: int) -> Finding | None:
+def _inspect_entry(root: Path, relative: str, max_file_bytes: int
+                   ) -> tuple[int, Finding | None]:
+    """The entry's size by ``lstat`` (0 when deleted) and what is wrong with it, if anything."""
     full = root / relative
     try:
         info = full.lstat()
     except FileNotFoundError:
-        return None  # a deletion
+        return 0, None  # a deletion
     if stat.S_ISLNK(info.st_mode):
         target = os.readlink(full)
         resolved = Path(os.path.realpath(full))
         if os.path.isabs(target) or not resolved.is_relative_to(root):
-            return Finding("symlink_out", relative, f"symlink to {target!r} leaves the worktree")
-        return None
+            return info.st_size, Finding(
+                "symlink_out", relative,
+                f"symlink to {target!r} leaves the worktree, and no setting allows that")
+        return info.st_size, None
     if stat.S_ISREG(info.st_mode):
         if info.st_size > max_file_bytes:
-            return Finding("too_large", relative,
-                           f"{info.st_size} bytes, over the {max_file_bytes}-byte limit")
-        return None
+            return info.st_size, Finding(
+                "too_large", relative, f"{info.st_size} bytes, over limits.max_file_bytes"
+                f" ({max_file_bytes}) in .github/ratchet.yml")
+        return info.st_size, None
     if stat.S_ISDIR(info.st_mode):
-        return None
-    return Finding("special_file", relative, "a FIFO, socket or device file")
+        return 0, None
+    return 0, Finding("special_file", relative, "a FIFO, socket or device file")
+
+
+def _over_totals(sizes: dict[str, int], limits: ChangeLimits) -> list[Finding]:
+    """Findings for a change over the file count or byte total, each naming the top-level
+    folder that holds most of it (where to look) and the setting that allows more."""
+    findings = []
+    if len(sizes) > limits.max_changed_files:
+        counts = Counter(_top(path) for path in sizes)
+        findings.append(Finding(
+            "too_many_changes", counts.most_common(1)[0][0],
+            f"{len(sizes)} files changed in all, over limits.max_changed_files"
+            f" ({limits.max_changed_files}) in .github/ratchet.yml"))
+    total = sum(sizes.values())
+    if total > limits.max_change_bytes:
+        weights: Counter[str] = Counter()
+        for path, size in sizes.items():
+            weights[_top(path)] += size
+        findings.append(Finding(
+            "too_many_changes", weights.most_common(1)[0][0],
+            f"{total} bytes changed in all, over limits.max_change_bytes"
+            f" ({limits.max_change_bytes}) in .github/ratchet.yml"))
+    return findings
+
+
+def _top(path: str) -> str:
+    """The top-level name a repo-relative path is under (the path itself at the top)."""
+    return path.split("/", 1)[0]

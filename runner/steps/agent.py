@@ -231,10 +231,10 @@ def _prompt_context(
 
 
 def _enforce_worktree_limits(inp: StepInput, services: StepServices, phase: State) -> None:
-    """No step may leave a file over the size limit, a symlink out of the worktree, or a
-    special file: checked before anything hashes the worktree, then discarded unread."""
-    limit = inp.config.limits.max_file_bytes
-    findings = services.worktrees.inspect(inp.worktree, max_file_bytes=limit)
+    """No step may leave what git must not read (a nested .git, files in a submodule's
+    folder, a FIFO, a tree too deep), a file or a change over the repository's limits, or a
+    symlink out of the worktree: checked before git reads the worktree, then removed unread."""
+    findings = services.worktrees.inspect(inp.worktree, inp.config.limits)
     if not findings:
         return
     restore_tree(services, inp)

@@ -136,8 +136,12 @@ def restore_tree(services: StepServices, inp: StepInput) -> None:
 
 
 def ensure_tree(services: StepServices, inp: StepInput) -> None:
-    """Put the worktree back at the checkpointed tree if anything drifted (e.g. caches)."""
-    if services.worktrees.tree_of(inp.worktree) != inp.tree:
+    """Put the worktree back at the checkpointed tree if anything drifted (e.g. caches). What
+    git must not read or no step may leave (a check's FIFO, a 6 GB file) is never hashed to
+    find out: it is removed unread by the rebuild."""
+    worktrees = services.worktrees
+    if (worktrees.inspect(inp.worktree, inp.config.limits)
+            or worktrees.tree_of(inp.worktree) != inp.tree):
         restore_tree(services, inp)
 
 

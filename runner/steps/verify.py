@@ -1,9 +1,11 @@
 """Verify: the runner alone plans the checks from the changed files, runs them in the sandbox,
 keeps the evidence, and decides the candidate commit and its ``ratchet/verify`` check run.
 
-Exactly the checkpointed tree is verified (rebuilt, ignored files removed: nothing an agent
-left in a cache folder takes part). Each finished check is persisted at once, and a check that
-passed on the same tree is reused by a rerun.
+Exactly the checkpointed tree is verified, the tree the commit publishes: the worktree is
+rebuilt from the checkpoint first (``Worktrees.restore``), which removes everything git does not
+record (ignored files, anything in a submodule's folder or a nested repository), so no file a
+check could read is missing from the commit. Each finished check is persisted at once, and a
+check that passed on the same tree is reused by a rerun.
 """
 
 from __future__ import annotations
