@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     sandbox_rw: str = ""  # colon-separated folders agents and checks may write (tool caches)
     max_output_bytes: int = Field(MAX_OUTPUT_BYTES, ge=1)  # cap on a phase's output file
     max_log_bytes: int = Field(MAX_LOG_BYTES, ge=MIN_LOG_BYTES)  # cap on a log on disk
+    # Ceilings a repository's config may lower, never raise (runner/ceilings.py).
+    check_concurrency: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
+    check_timeout: float = _seconds(3600.0)  # seconds per check
     # GitHub: the App, its webhook, and who may trigger what.
     webhook_secret: str | None = None  # deliveries without a matching signature are refused
     insecure_dev_webhooks: bool = False  # accept unsigned deliveries (local development only)
@@ -182,6 +185,8 @@ class Settings(BaseSettings):
             sandbox=self.sandbox_policy(),
             max_output_bytes=self.max_output_bytes,
             max_log_bytes=self.max_log_bytes,
+            check_concurrency=self.check_concurrency,
+            check_timeout=self.check_timeout,
         )
 
 

@@ -2,7 +2,8 @@
 
 A run's budget is fixed when its queued step reads the repository config at the base
 (``budget:`` in ``.github/ratchet.yml``; a limit it leaves unset takes the service's
-``RATCHET_BUDGET_*`` default) and recorded in that step's checkpoint. It is checked before
+``RATCHET_BUDGET_*`` default, and one above it is lowered to it: ``runner/ceilings.py``) and
+recorded in that step's checkpoint. It is checked before
 every agent step and enforced during one: the agent's timeout is the smaller of its own and the
 time the budget has left. Spending it is an authority stop; someone with write access raises it
 with a ``budget`` signal (``BUDGET_RAISED`` events add to the recorded budget) and the run

@@ -121,6 +121,8 @@ def render_tracking(view: Mapping[str, Any], words: Vocabulary,
         lines.append(f"Subagents: {say_subagents(view['subagents'], artifacts_url)}")
     if view.get("usage"):
         lines.append(f"Spent: {say_usage(view['usage'])}")
+    for note in view.get("limited", ()):
+        lines.append(f"Limited: {note}.")
     if view.get("failure_class"):
         lines.append(f"Failure class: {view['failure_class']}")
     if view.get("reason") and view["state"] in {"failed", "needs_human", "cancelled"}:

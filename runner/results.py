@@ -42,6 +42,7 @@ class PreparedRecord(TreeRecord):
     config: dict[str, Any]
     base: str
     budget: dict[str, Any] | None = None  # the run's budget, fixed here (runner/budget.py)
+    limited: list[str] = []  # what the config asked above the service's ceilings, lowered
 
 
 class FailingCheckRecord(BaseModel):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from runner.agents.command import MAX_LOG_BYTES, MAX_OUTPUT_BYTES
 from runner.budget import Budget
+from runner.ceilings import Ceilings
 from runner.decisions import Limits
 from runner.faults import NO_CRASH, CrashPoints
 from runner.redact import NO_REDACTION, Redactor
@@ -41,9 +42,18 @@ class EngineSettings:
     sandbox: Sandbox = field(default_factory=Sandbox)  # where agents and checks run
     max_output_bytes: int = MAX_OUTPUT_BYTES
     max_log_bytes: int = MAX_LOG_BYTES  # an agent's or a check's log on disk
+    # Ceilings on what a repository's config asks for (runner/ceilings.py); None: none.
+    check_concurrency: int | None = None
+    check_timeout: float | None = None
     owner: str = field(
         default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
     )
+
+    @property
+    def ceilings(self) -> Ceilings:
+        """The service's limits a repository's config may lower, never raise."""
+        return Ceilings(budget=self.budget, check_concurrency=self.check_concurrency,
+                        check_timeout=self.check_timeout)
 
     @property
     def limits(self) -> Limits:

@@ -92,6 +92,7 @@ def edit_for_change(run: Run, change: Change, snapshot: TrackingSnapshot) -> Eff
                          completed=completed, spec_sha256=sha256_hex(spec) if spec else None,
                          at=snapshot.at, failure=failure if is_stopped(change.state) else None,
                          usage=usage, budget_stop=stop, subagents=subagent_rows(events),
+                         limited=tuple(str(note) for note in (prepared or {}).get("limited", ())),
                          again=run.version if snapshot.edited else None)
 
 
@@ -100,18 +101,20 @@ def tracking_edit(run: Run, *, state: State, step: str, reason: str | None,
                   failure: str | None = None, usage: Mapping[str, Any] | None = None,
                   budget_stop: Mapping[str, Any] | None = None,
                   subagents: Sequence[Mapping[str, Any]] = (),
+                  limited: Sequence[str] = (),
                   again: int | None = None) -> EffectRequest:
     """The edit showing ``run`` as it is once it enters ``state`` at ``step``; ``failure`` is
     the class of the failure that stopped it (transient, deterministic, ...), if one did;
     ``usage`` what its agents spent of its budget; ``budget_stop`` the exhaustion, if the
-    budget stopped it; ``subagents`` its research subagents. ``again`` tells apart an edit
-    for a step the run enters again under the same id (a stopped step taken up again): its
-    key gets that suffix."""
+    budget stopped it; ``subagents`` its research subagents; ``limited`` what its repository's
+    config asked above the service's ceilings (``runner/ceilings.py``). ``again`` tells apart
+    an edit for a step the run enters again under the same id (a stopped step taken up again):
+    its key gets that suffix."""
     after = replace(run, state=state, step=step, reason=reason)
     view = tracking_view(after, completed, spec_sha256=spec_sha256,
                          branch=run.branch, at=at,
                          failure=failure, usage=usage, budget_stop=budget_stop,
-                         subagents=subagents)
+                         subagents=subagents, limited=limited)
     return EffectRequest(tracking_key(run.id, step, state, again), run.id, step,
                          EffectKind.COMMENT, {"name": TRACKING, "view": view})
 

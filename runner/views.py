@@ -167,10 +167,12 @@ def tracking_view(run: Run, completed: list[str], *, spec_sha256: str | None,
                   branch: str, at: float, failure: str | None = None,
                   usage: Mapping[str, Any] | None = None,
                   budget_stop: Mapping[str, Any] | None = None,
-                  subagents: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+                  subagents: Sequence[Mapping[str, Any]] = (),
+                  limited: Sequence[str] = ()) -> dict[str, Any]:
     """The tracking comment's content as data, at the transition recorded at ``at``
     (``usage``: ``usage_view`` without steps; ``budget_stop``: the exhaustion that stops it;
-    ``subagents``: ``runner.subagents.subagent_rows``)."""
+    ``subagents``: ``runner.subagents.subagent_rows``; ``limited``: the notes of settings
+    lowered to the service's ceilings)."""
     done = {StepId.parse(step).state for step in completed}
     current = run.step_id.state
     phases = []
@@ -200,4 +202,5 @@ def tracking_view(run: Run, completed: list[str], *, spec_sha256: str | None,
            else {}),
         **({"subagents": [{k: row.get(k) for k in ("name", "status", "artifact")}
                           for row in subagents]} if subagents else {}),
+        **({"limited": list(limited)} if limited else {}),
     }

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
 from runner.budget import Budget
+from runner.ceilings import within_ceilings
 from runner.config import read_repository_config
 from runner.errors import DeterministicFailure
 from runner.ledger.records import NewEvent
@@ -11,6 +14,8 @@ from runner.origin import GitHubOrigin
 from runner.steps.base import StepInput, StepResult, StepServices
 from runner.workflow import PULL_REQUEST_WORKFLOW, Outcome
 from verification.config import ConfigError
+
+log = logging.getLogger(__name__)
 
 
 def prepare(inp: StepInput, services: StepServices) -> StepResult:
@@ -35,13 +40,18 @@ def prepare(inp: StepInput, services: StepServices) -> StepResult:
             reason=(f"{label!r} is not this repository's trigger label"
                     f" ({config.trigger_label!r}, in .github/ratchet.yml)"),
         )
+    # The service's limits are ceilings: what the repository asks above them is lowered.
+    config, limited = within_ceilings(config, services.settings.ceilings)
+    for note in limited:
+        log.warning("run %r: %s", inp.run.id, note)
     tree = services.worktrees.tree_of(inp.worktree)
-    # The run's budget is fixed here: the repository's, each unset limit the service's default.
+    # The run's budget is fixed here: the repository's (at most the service's), each unset
+    # limit the service's.
     budget = Budget.from_dict(config.budget.model_dump()).merged(services.settings.budget)
     return StepResult(
         Outcome.VERIFY_ONLY if pull_request else Outcome.COMPLETED,
         record={"config": config.model_dump(mode="json"), "tree": tree, "base": inp.base,
-                "budget": budget.to_dict()},
+                "budget": budget.to_dict(), **({"limited": list(limited)} if limited else {})},
         events=(NewEvent(EventType.WORKSPACE_PREPARED, step=inp.run.step, revision=inp.base,
-                         data={"tree": tree}),),
+                         data={"tree": tree, **({"limited": list(limited)} if limited else {})}),),
     )

@@ -1,0 +1,56 @@
+"""The service's limits are ceilings a repository's config can lower, never raise."""
+
+from __future__ import annotations
+
+from runner.budget import Budget
+from runner.ceilings import Ceilings, within_ceilings
+from runner.config import parse_repository_config
+
+CEILINGS = Ceilings(budget=Budget(max_cost_usd=5.0, max_agent_runs=10), check_concurrency=2,
+                    check_timeout=600.0)
+
+
+def test_what_a_repository_asks_above_a_ceiling_is_lowered_with_one_note_each():
+    config = parse_repository_config("""
+budget: {max_cost_usd: 50, max_agent_runs: 4, max_run_hours: 3}
+verify:
+  concurrency: 23
+  timeout: 7200
+  checks:
+    - {id: unit, run: "true", timeout: 9000}
+    - {id: lint, run: "true", timeout: 60}
+  workspaces:
+    - path: web
+      checks: [{id: e2e, run: "true", timeout: 601}]
+""")
+    limited, notes = within_ceilings(config, CEILINGS)
+
+    assert limited.budget.max_cost_usd == 5.0  # lowered
+    assert limited.budget.max_agent_runs == 4  # lower than the service's: kept
+    assert limited.budget.max_run_hours == 3  # no ceiling
+    assert limited.verify.concurrency == 2
+    assert limited.verify.timeout == 600
+    assert [c.timeout for c in limited.verify.checks] == [600, 60]
+    assert limited.verify.workspaces[0].checks[0].timeout == 600
+    assert notes == (
+        "budget.max_cost_usd asks for $50.00, above the service's ceiling of $5.00"
+        " (RATCHET_BUDGET_MAX_COST_USD); the run uses $5.00",
+        "verify.concurrency asks for 23 checks at once, above the service's ceiling of 2"
+        " (RATCHET_CHECK_CONCURRENCY); the run uses 2",
+        "verify.timeout, verify.checks[unit].timeout, verify.workspaces[web].checks[e2e].timeout"
+        " ask for longer than the service's ceiling of 600 s per check (RATCHET_CHECK_TIMEOUT);"
+        " those checks run with 600 s",
+    )
+
+
+def test_a_ceiling_bounds_what_the_repository_leaves_unset_without_a_note():
+    limited, notes = within_ceilings(parse_repository_config("verify: {}\n"),
+                                     Ceilings(check_concurrency=1, check_timeout=300.0))
+    assert (limited.verify.concurrency, limited.verify.timeout, notes) == (1, 300, ())
+
+
+def test_a_config_within_the_ceilings_is_kept_as_it_is():
+    config = parse_repository_config("budget: {max_cost_usd: 1}\nverify: {concurrency: 2}\n")
+    limited, notes = within_ceilings(config, Ceilings(budget=Budget(max_cost_usd=5.0),
+                                                      check_concurrency=2, check_timeout=900.0))
+    assert (limited, notes) == (config, ())
