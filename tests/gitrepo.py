@@ -68,3 +68,14 @@ def make_repo(path: Path | str, files: dict[str, str | bytes]) -> str:
     git(path, "init", "--quiet", "--initial-branch=main")
     write_files(path, files)
     return commit_all(path, "initial")
+
+
+def add_gitlink(repo: Path | str, path: str) -> str:
+    """Commit a submodule at ``path`` in ``repo`` (a gitlink to a commit that is nowhere, and
+    its .gitmodules entry), as a repository with a submodule has; return the new head."""
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},{path}")
+    write_files(repo, {".gitmodules": f'[submodule "lib"]\n\tpath = {path}\n'
+                                      "\turl = https://example.invalid/lib.git\n"})
+    git(repo, "add", ".gitmodules")
+    git(repo, "commit", "--quiet", "-m", "add a submodule")
+    return git(repo, "rev-parse", "HEAD").strip()

@@ -20,7 +20,8 @@ from plumbing.git import Git, GitTimedOut
 from plumbing.walk import MAX_DEPTH, remove, scan
 from runner.config import LimitsConfig
 from runner.worktrees import UnsafeWorktree, Worktrees
-from tests.gitrepo import git, make_repo, write_files
+from tests.gitrepo import add_gitlink, git, make_repo, write_files
+from verification.revisions import changed_files, diff_stat, open_repository
 
 SUBMODULE = "vendor/lib"
 
@@ -164,15 +165,6 @@ def with_gitlink(tmp_path: Path) -> Path:
     return path
 
 
-def add_gitlink(repo: Path, path: str) -> None:
-    """Commit a submodule at ``path`` (a gitlink and its .gitmodules entry) in ``repo``."""
-    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},{path}")
-    write_files(repo, {".gitmodules": f'[submodule "lib"]\n\tpath = {path}\n'
-                                      "\turl = https://example.invalid/lib.git\n"})
-    git(repo, "add", ".gitmodules")
-    git(repo, "commit", "--quiet", "-m", "add a submodule")
-
-
 def checkout(tmp_path: Path, source: Path) -> tuple[Worktrees, Path, str]:
     spaces = Worktrees(tmp_path / "work")
     base = spaces.resolve(str(source))
@@ -292,3 +284,16 @@ def test_a_worktree_with_a_submodule_snapshots_and_restores_keeping_the_gitlink(
     spaces.restore(other, base, snapshot.patch, snapshot.tree)
     assert (other / "src" / "new.py").read_text() == "print('new')\n"
     assert sys.getrecursionlimit() < 1100  # the deep tree tests above would have hit it
+
+
+def test_a_submodule_bump_between_two_commits_is_still_a_changed_path(
+        tmp_path: Path, with_gitlink: Path) -> None:
+    """Submodules are ignored where git would look inside one, not where two commits are
+    compared: verification still plans for a pull request that moves a submodule."""
+    before = git(with_gitlink, "rev-parse", "HEAD").strip()
+    git(with_gitlink, "update-index", "--cacheinfo", f"160000,{'2' * 40},{SUBMODULE}")
+    git(with_gitlink, "commit", "--quiet", "-m", "bump the submodule")
+    repo = open_repository(with_gitlink)
+
+    assert changed_files(repo, before, "HEAD") == [SUBMODULE]
+    assert SUBMODULE in diff_stat(repo, before, "HEAD")

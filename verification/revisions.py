@@ -53,8 +53,10 @@ def changed_files(repo: Git, base: str, head: str | None) -> list[str]:
     untracked files are included. Renames count as a deletion plus an addition.
     """
     if head is not None:
+        # Two commits: no work tree is read, so a submodule's new commit is listed (the safe
+        # settings ignore submodules, which would hide it).
         return sorted(set(_paths(repo, "diff", "--name-only", "--no-renames", "-z",
-                                 f"{base}...{head}")))
+                                 "--ignore-submodules=none", f"{base}...{head}")))
     merge_base = _git(repo, "merge-base", base, "HEAD").decode().strip()
     tracked = _paths(repo, "diff", "--name-only", "--no-renames", "-z", merge_base)
     untracked = _paths(repo, "ls-files", "-z", "--others", "--exclude-standard")
@@ -69,7 +71,8 @@ def merge_base(repo: Git, base: str, head: str | None) -> str:
 def diff_stat(repo: Git, base: str, head: str | None) -> str:
     """`git diff --stat` for the same range as `changed_files` (tracked files only)."""
     if head is not None:
-        return _git(repo, "diff", "--stat", f"{base}...{head}").decode("utf-8", "replace")
+        return _git(repo, "diff", "--stat", "--ignore-submodules=none",
+                    f"{base}...{head}").decode("utf-8", "replace")
     merge_base = _git(repo, "merge-base", base, "HEAD").decode().strip()
     return _git(repo, "diff", "--stat", merge_base).decode("utf-8", "replace")
 
