@@ -87,11 +87,15 @@ def run_verify(args: argparse.Namespace, sandbox: Sandbox) -> int:
         base = resolve_revision(repo, args.base) if args.base else default_base(repo)
         head = resolve_revision(repo, args.head) if args.head else None
         candidate = Candidate.between(repo, base, head)
-        config = read_repository_config(repo, head)
+        # At the base, like a run's: a change cannot choose the checks that verify it.
+        config = read_repository_config(repo, candidate.start)
         verification = plan_verification(candidate, config.verify)
     except (RevisionError, ConfigError, TreeError, GitError) as exc:
         return _error(exc)
     plan = verification.plan
+    if CONFIG_PATH in candidate.changed:
+        _progress(f"this change edits {CONFIG_PATH}; the checks come from the base's "
+                  f"({candidate.start[:12]}): the change's applies once it is on the base branch")
     _progress(
         f"{len(candidate.changed)} changed files; {len(plan.checks)} checks planned"
         f" ({plan.sha256[:12]})"

@@ -92,6 +92,15 @@ class RepoIndex:
         return found
 
 
+def shapes_plan(path: str) -> bool:
+    """True when planning reads or lists `path` (`RepoIndex` keeps it): a change to it may
+    change the layout or the checks; a change to any other file plans the same either way."""
+    name = path.rpartition("/")[2]
+    if name in WATCHED_NAMES or name.startswith(WATCHED_PREFIXES):
+        return True
+    return name.endswith(".py") and _PYTHON_TEST.match(name) is not None
+
+
 def join(folder: str, name: str) -> str:
     """`name` inside `folder` ("." is the root)."""
     return name if folder == "." else f"{folder}/{name}"

@@ -5,8 +5,10 @@ differ only in where the change comes from (a run's rebuilt worktree; a reposito
 revisions, ``Candidate.between``) and in what they do around it (persist each result, print
 progress, write the bundle's files).
 
-``plan_verification`` plans the checks from the candidate's tree, and from the tree it starts
-at (a changed lockfile then selects only the packages whose versions moved).
+``plan_verification`` plans the checks from the tree the candidate starts at (its layout, its
+manifests, the config read there: a change cannot choose its own checks), plus those the
+candidate's own manifests add; a changed lockfile selects only the packages whose versions
+moved.
 ``Verification.run`` runs them in the caller's sandbox (a change's code is untrusted), in the
 work tree or in a temporary worktree of the head commit, and bundles the evidence. Nothing to
 run means no sandbox and no worktree at all.
@@ -48,6 +50,10 @@ class Sandbox(Protocol):
 class Candidate:
     """What is verified: ``repo``'s tree at commit ``head`` (None: its work tree as it is,
     uncommitted and untracked files too), changed from commit ``start`` in ``changed``.
+
+    ``start`` decides the checks: its manifests lay the workspaces out, and the config passed
+    to ``plan_verification`` is the one read there (``read_repository_config(repo, start)``);
+    the change's own manifests can only add checks.
 
     ``diff_stat`` is what the evidence shows of the change; None asks git for it
     (``git diff --stat``) once the checks have run.

@@ -14,28 +14,42 @@ own module:
    the install a fresh worktree needs becomes the install root's setup.
 
 A workspace the config names (the root through `verify.checks`, others through
-`verify.workspaces`) runs its configured checks instead of detected ones. A changed file that
-is not documentation, not in `verify.ignore`, and that no planned check covers is listed in
-`Plan.unverified`: a plan with no checks and such files concludes `neutral`, never `success`.
+`verify.workspaces`) runs its configured checks instead of detected ones.
+
+A change cannot choose its own checks. Given the tree the change starts from (`base`, with the
+config read there), the plan is the plan of the base's layout and manifests, plus what the
+change's own layout adds: a manifest the change adds, removes or edits can add checks, never
+drop or replace the base's (on the same key, the base's command runs). Only a base workspace
+whose folder the change deleted entirely is left out: nothing remains there to check.
+
+A changed file that is not documentation, not in `verify.ignore`, and that no planned check
+covers is listed in `Plan.unverified`: a plan with no checks and such files concludes
+`neutral`, never `success`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from posixpath import normpath
+from dataclasses import dataclass, replace
+from posixpath import basename, normpath
 
 from plumbing.files import printable_path
 from verification.checks import DetectedCheck
 from verification.config import CheckConfig, VerifyConfig, WorkspaceConfig
 from verification.explain import Explanation, FileCoverage
 from verification.graph import build_graph
-from verification.index import RepoIndex
+from verification.index import RepoIndex, shapes_plan
 from verification.manifests import Manifests
 from verification.model import Plan, PlannedCheck, PlannedWorkspace, shown
 from verification.runners import Runners
-from verification.select import Selection, is_documentation, is_global_file, select
-from verification.tree import Tree
+from verification.select import (
+    LOCKFILES,
+    Selection,
+    is_documentation,
+    is_global_file,
+    select,
+)
+from verification.tree import Tree, read_texts
 from verification.workspaces import Layout, find_layout
 
 __all__ = [
@@ -49,6 +63,8 @@ __all__ = [
     "plan_change",
 ]
 
+# Why a check only the base's layout plans runs, in `--explain`.
+BASE_STEP = "planned by the base revision's manifests: a change cannot drop this check"
 # Kinds of check a workspace root's runner runs for members that have none of their own.
 ROOT_COVERED_KINDS = ("lint", "typecheck", "test")
 
@@ -66,8 +82,9 @@ def build_plan(
 ) -> Plan:
     """Plan the checks that `changed_files` call for (see the module docstring for the rules).
 
-    `base` is the tree the change starts from; with it, a changed lockfile selects only the
-    workspaces whose resolved dependencies changed. `concurrency` is the config's value;
+    `base` is the tree the change starts from; with it, the base's checks are kept whatever
+    the change does to its manifests, and a changed lockfile selects only the workspaces whose
+    resolved dependencies changed. `concurrency` is the config's value;
     unset, it stays None so the plan (and its hash) does not depend on the machine.
     """
     return plan_change(changed_files, tree, config, base=base).plan
@@ -78,6 +95,15 @@ def plan_change(
 ) -> PlanResult:
     """`build_plan`, with the explanation `ratchet verify --explain` prints."""
     changed = sorted({normpath(path.strip()) for path in changed_files if path.strip()})
+    planned = _plan_tree(changed, tree, config, base=base)
+    if base is None or not any(shapes_plan(path) for path in changed):
+        return planned  # the base lays out and plans the same
+    floor = _plan_tree(changed, _BaseManifests(base, tree), config, base=base)
+    return _with_floor(floor, planned, _folders(tree))
+
+
+def _plan_tree(changed: list[str], tree: Tree, config: VerifyConfig, *,
+               base: Tree | None) -> PlanResult:
     index = RepoIndex.from_paths(tree.paths())
     manifests = Manifests(tree)
     configured = _configured_workspaces(config)
@@ -91,6 +117,95 @@ def plan_change(
     plan, reasons = assembly.finish(selection)
     return PlanResult(plan, Explanation(plan, reasons, _coverage(changed, selection, plan, reasons),
                                         dict(layout.skipped)))
+
+
+class _BaseManifests:
+    """The base's files for planning, except its lockfiles, read as the change has them: the
+    layout and the checks are the base's, and a changed lockfile still selects only the
+    workspaces whose resolution it moved."""
+
+    def __init__(self, base: Tree, change: Tree) -> None:
+        self.base = base
+        self.change = change
+
+    def paths(self) -> Iterable[str]:
+        return self.base.paths()
+
+    def read_text(self, path: str) -> str | None:
+        return self._source(path).read_text(path)
+
+    def read_many(self, paths: Iterable[str]) -> dict[str, str | None]:
+        wanted = list(paths)
+        found = read_texts(self.base, [p for p in wanted if self._source(p) is self.base])
+        found.update(read_texts(self.change, [p for p in wanted if p not in found]))
+        return found
+
+    def _source(self, path: str) -> Tree:
+        return self.change if basename(path) in LOCKFILES else self.base
+
+
+def _with_floor(floor: PlanResult, change: PlanResult, present: set[str]) -> PlanResult:
+    """The base's plan (`floor`) with the checks only the change's layout plans added.
+
+    A floor check whose workspace folder is gone from the change's tree (`present`: its
+    folders) is left out; a check of the change with a floor check's key is the floor's.
+    """
+    kept = [c for c in floor.plan.checks if floor.plan.folder(c.workspace) in present]
+    keys = {c.key for c in kept}
+    added = [c for c in change.plan.checks if c.key not in keys]
+    checks = sorted([*kept, *added], key=lambda c: c.workspace)  # stable: the floor's first
+    reasons: dict[str, dict[str, tuple[str, ...]]] = {}
+    changed_keys = {c.key for c in change.plan.checks}
+    for check in kept:
+        because = floor.explanation.reasons.get(check.key, {})
+        if check.key not in changed_keys:
+            because = {f: (*steps, BASE_STEP) for f, steps in because.items()}
+        reasons[check.key] = dict(because)
+    for check in change.plan.checks:
+        for file, steps in change.explanation.reasons.get(check.key, {}).items():
+            reasons.setdefault(check.key, {}).setdefault(file, steps)
+    workspaces = _merge_workspaces(floor.plan, change.plan, present, {c.workspace for c in checks})
+    covering: dict[str, list[str]] = {}
+    for check in checks:
+        for file in reasons.get(check.key, {}):
+            covering.setdefault(file, []).append(check.key)
+    files = tuple(replace(coverage, checks=tuple(covering.get(coverage.path, ())))
+                  for coverage in change.explanation.files)
+    locations = tuple(sorted({*floor.plan.locations, *change.plan.locations}))
+    unverified = tuple(printable_path(c.path) for c in files if c.unverified)
+    plan = Plan(workspaces, tuple(checks), change.plan.concurrency, locations, unverified)
+    skipped = {**floor.explanation.skipped, **change.explanation.skipped}
+    return PlanResult(plan, Explanation(plan, reasons, files, skipped))
+
+
+def _merge_workspaces(floor: Plan, change: Plan, present: set[str],
+                      checked: set[str]) -> tuple[PlannedWorkspace, ...]:
+    """Each workspace's setup from both plans, the floor's commands first; a floor workspace
+    whose folder is gone is left out."""
+    setups: dict[str, list[str]] = {}
+    uses: dict[str, set[str]] = {}
+    for plan in (floor, change):
+        for workspace in plan.workspaces:
+            if plan is floor and floor.folder(workspace.path) not in present:
+                continue
+            commands = setups.setdefault(workspace.path, [])
+            commands += [c for c in workspace.setup if c not in commands]
+            uses.setdefault(workspace.path, set()).update(workspace.uses)
+    return tuple(
+        PlannedWorkspace(path, tuple(setups[path]), tuple(sorted(uses[path] & setups.keys())))
+        for path in sorted(setups) if path in checked or setups[path]
+    )
+
+
+def _folders(tree: Tree) -> set[str]:
+    """Every folder holding a file of `tree`, at any depth ("." included)."""
+    found = {"."}
+    for path in tree.paths():
+        folder = path.rpartition("/")[0]
+        while folder and folder not in found:
+            found.add(folder)
+            folder = folder.rpartition("/")[0]
+    return found
 
 
 class _Assembly:

@@ -280,21 +280,24 @@ def cli_cases(fast: str) -> list[object]:
 
 @pytest.mark.parametrize("name", cli_cases("billion-laughs"))
 def test_verify_at_a_revision_exits_2_naming_the_file(hostile_branches: Path, name: str) -> None:
-    result = verify_command(hostile_branches, "--base", "main", "--head", name)
+    # The config is read where the change starts: the hostile branch is the base here.
+    result = verify_command(hostile_branches, "--base", name, "--head", name)
     assert result.returncode == 2, result.stderr
     assert CONFIG_PATH in result.stderr
     assert result.stdout == ""
 
 
 @pytest.mark.parametrize("name", cli_cases("oversized"))
-def test_verify_of_the_working_tree_exits_2_naming_the_file(tmp_path: Path, name: str) -> None:
+def test_verify_of_the_working_tree_never_reads_the_changes_config(tmp_path: Path,
+                                                                    name: str) -> None:
     repo = tmp_path / "repo"
     make_repo(repo, {"README.md": "# hostile\n"})
-    write_files(repo, {CONFIG_PATH: HOSTILE[name]})  # uncommitted: the working tree's config
+    write_files(repo, {CONFIG_PATH: HOSTILE[name]})  # uncommitted: the change's config
     result = verify_command(repo, "--base", "main")
-    assert result.returncode == 2, result.stderr
-    assert CONFIG_PATH in result.stderr
-    assert result.stdout == ""
+    # Read at the base (none there): the change's file is not parsed, only noted, and a
+    # change to the config that no check covers is not verified (exit 3).
+    assert result.returncode == 3, result.stderr
+    assert f"this change edits {CONFIG_PATH}; the checks come from the base's" in result.stderr
 
 
 def test_verify_refuses_a_symlinked_config_or_folder_at_a_revision(tmp_path: Path) -> None:
@@ -307,9 +310,9 @@ def test_verify_refuses_a_symlinked_config_or_folder_at_a_revision(tmp_path: Pat
     git(repo, "checkout", "--quiet", "-b", "folder-link", "main")
     (repo / ".github").symlink_to("elsewhere")
     commit_all(repo, "a symlinked .github folder")
-    result = verify_command(repo, "--base", "main", "--head", "file-link")
+    result = verify_command(repo, "--base", "file-link", "--head", "file-link")
     assert result.returncode == 2, result.stderr
     assert f"{CONFIG_PATH} is a symlink or not a file" in result.stderr
-    result = verify_command(repo, "--base", "main", "--head", "folder-link")
+    result = verify_command(repo, "--base", "folder-link", "--head", "folder-link")
     assert result.returncode == 2, result.stderr
     assert ".github is not a folder" in result.stderr

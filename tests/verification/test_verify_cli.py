@@ -146,7 +146,11 @@ def test_documentation_only_change_passes_with_nothing_planned(
 def test_config_error_exits_2_naming_file_and_line(
     monorepo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # On main: the config is read where the change starts.
     write(monorepo, {".github/ratchet.yml": "verify:\n  timeout: soon\n"})
+    git(monorepo, "add", "-A")
+    git(monorepo, "commit", "-qm", "a broken config")
+    write(monorepo, {"web/sum.js": "exports.sum = (a, b) => b + a;\n"})
     code, out, err = verify(capsys, "--repo", str(monorepo))
     assert code == 2
     assert out == ""
