@@ -1,10 +1,11 @@
 """A log file with a cap on disk: an agent printing a gigabyte leaves at most the cap behind.
 
 Output is written through to the file until it would pass the cap; from then on the file keeps
-its head (the first quarter of the cap: what ran, the first error) and a bounded tail is held
-in memory (the last bytes: a CLI's summary and usage totals come last), written after a marker
-that names how many bytes were left out when the log is closed. Neither the disk nor the
-memory ever holds more than the cap.
+its head (at most the first quarter of the cap: what ran, the first error) and a bounded tail is
+held in memory (the last bytes: a CLI's summary and usage totals come last), written after a
+marker that names how many bytes were left out when the log is closed. Neither the disk nor the
+memory ever holds more than the cap. Both cuts fall between lines where there is one, so a
+secret on a line is kept whole, for redaction to find, or left out whole.
 """
 
 from __future__ import annotations
@@ -33,12 +34,14 @@ class CappedLog:
         self.cap = cap
         self.setting = setting  # named in the marker: where the cap comes from
         self._head_limit = cap // 4
+        self._head = 0  # bytes of the head kept, once the cap is passed
         self._tail_limit = cap - self._head_limit - MARKER_ROOM
         self._fp: IO[bytes] | None = path.open("w+b", buffering=0)
         self._written = 0  # bytes in the file
         self._tail: deque[bytes] | None = None  # set once the cap is passed
         self._tail_size = 0
         self._size = 0
+        self._omitted: int | None = None  # known once closed
         self._lock = threading.Lock()
         self._reader: threading.Thread | None = None
 
@@ -52,9 +55,11 @@ class CappedLog:
     def omitted(self) -> int:
         """Bytes left out of the file so far (0 while everything fits)."""
         with self._lock:
+            if self._omitted is not None:
+                return self._omitted
             if self._tail is None:
                 return 0
-            return self._size - self._head_limit - self._tail_size
+            return self._size - self._head - self._tail_size
 
     def write(self, chunk: bytes) -> None:
         """Append ``chunk``; after ``close`` (an orphan still printing) it is dropped."""
@@ -81,13 +86,17 @@ class CappedLog:
                     self._tail_size -= len(first)
 
     def _start_tail(self) -> None:
-        """The cap is passed: the file keeps its head; what followed it starts the tail."""
+        """The cap is passed: the file keeps its head, up to its last whole line; what
+        followed it starts the tail."""
         assert self._fp is not None
-        self._fp.seek(self._head_limit)
-        after_head = self._fp.read()
-        self._fp.truncate(self._head_limit)
-        self._fp.seek(self._head_limit)
-        self._written = self._head_limit
+        self._fp.seek(0)
+        kept = self._fp.read()
+        end = kept.rfind(b"\n", 0, self._head_limit)
+        self._head = end + 1 if end >= 0 else self._head_limit
+        after_head = kept[self._head:]
+        self._fp.truncate(self._head)
+        self._fp.seek(self._head)
+        self._written = self._head
         self._tail = deque([after_head] if after_head else [])
         self._tail_size = len(after_head)
 
@@ -98,11 +107,15 @@ class CappedLog:
                 return
             if self._tail is not None:
                 tail = b"".join(self._tail)
-                marker = self._marker(self._size - self._head_limit - len(tail))
-                while (excess := self._head_limit + len(marker) + len(tail) - self.cap) > 0:
+                marker = self._marker(self._size - self._head - len(tail))
+                while (excess := self._head + len(marker) + len(tail) - self.cap) > 0:
                     tail = tail[excess:]  # a long marker: the tail gives way
-                    marker = self._marker(self._size - self._head_limit - len(tail))
-                self._fp.write(marker + tail)
+                    marker = self._marker(self._size - self._head - len(tail))
+                start = tail.find(b"\n")
+                if self._size - self._head > len(tail) and 0 <= start < len(tail) - 1:
+                    tail = tail[start + 1:]  # it starts inside a line: from the next one
+                self._omitted = self._size - self._head - len(tail)
+                self._fp.write(self._marker(self._omitted) + tail)
             self._fp.close()
             self._fp = None
 

@@ -73,20 +73,34 @@ class LogCapture:
     @property
     def omitted(self) -> int:
         """Bytes left out between the head and the tail."""
-        with self._lock:
-            return max(0, self._size - len(self._head) - min(self._tail_size, self._tail_limit))
+        head, tail, size = self._kept()
+        return size - len(head) - len(tail)
 
     def text(self) -> str:
         """The kept head and tail as text, with a marker naming how many bytes were left out."""
-        with self._lock:
-            tail = b"".join(self._tail)
-            if len(tail) > self._tail_limit:
-                tail = tail[len(tail) - self._tail_limit :]
-            omitted = self._size - len(self._head) - len(tail)
-            head = bytes(self._head)
+        head, tail, size = self._kept()
+        omitted = size - len(head) - len(tail)
         if omitted <= 0:
             return (head + tail).decode("utf-8", errors="replace")
         marker = f"\n... {omitted} bytes omitted ...\n"
         return (
             head.decode("utf-8", errors="replace") + marker + tail.decode("utf-8", errors="replace")
         )
+
+    def _kept(self) -> tuple[bytes, bytes, int]:
+        """The head, the tail and the size of everything. Where bytes are left out between
+        head and tail, both cuts fall between lines (where there is one), so a secret on a line
+        is kept whole, for redaction to find, or left out whole."""
+        with self._lock:
+            tail = b"".join(self._tail)
+            if len(tail) > self._tail_limit:
+                tail = tail[len(tail) - self._tail_limit :]
+            head = bytes(self._head)
+            size = self._size
+        if size - len(head) - len(tail) <= 0:
+            return head, tail, size
+        end = head.rfind(b"\n")
+        head = head[: end + 1] if end >= 0 else head
+        start = tail.find(b"\n")
+        tail = tail[start + 1 :] if 0 <= start < len(tail) - 1 else tail
+        return head, tail, size

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -200,6 +201,9 @@ def test_a_lower_log_cap_keeps_head_and_tail_within_it_and_says_what_was_dropped
     assert result.log.startswith("line 000000000\n") and result.log.endswith("line 000019999\n")
     assert f"... {result.log_omitted} bytes omitted ..." in result.log
     assert result.log_size - cap < result.log_omitted < result.log_size - cap // 2
+    # Both cuts fall between lines: every line kept is whole.
+    head, tail = result.log.split(f"\n... {result.log_omitted} bytes omitted ...\n")
+    assert all(re.fullmatch(r"line \d{9}", line) for line in (head + tail).splitlines())
     assert CheckResult.from_dict(result.to_dict()) == result
 
 
