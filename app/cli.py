@@ -136,7 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify = sub.add_parser("verify", help="run the deterministic verification plan")
     configure_parser(verify)
     verify.set_defaults(
-        handler=lambda args, settings: run_verify(args, settings.sandbox_policy()),
+        handler=lambda args, settings: run_verify(args, settings.sandbox_policy(),
+                                                  settings.network_settings()),
         needs_ledger=False,
     )
 

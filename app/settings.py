@@ -16,6 +16,7 @@ from runner.agents.presets import PRESETS
 from runner.budget import Budget
 from runner.faults import CrashPoints
 from runner.ledger import sqlite_path
+from runner.network import NetworkSettings, model_routes, parse_hosts
 from runner.redact import Redactor
 from runner.sandbox import Sandbox, SandboxMode
 from runner.settings import EngineSettings
@@ -60,6 +61,10 @@ class Settings(BaseSettings):
     max_attempts: int = Field(5, ge=1)
     sandbox: SandboxMode = SandboxMode.BWRAP  # bwrap, or none (unconfined: not recommended)
     sandbox_rw: str = ""  # colon-separated folders agents and checks may write (tool caches)
+    # Egress (runner/network.py): hosts every agent may reach besides its model API, and the
+    # hosts a repository's agent.network.allow or verify.network may open (`*`: any).
+    agent_network_allow: str = ""
+    repository_network_allow: str = ""
     max_output_bytes: int = Field(MAX_OUTPUT_BYTES, ge=1)  # cap on a phase's output file
     max_log_bytes: int = Field(MAX_LOG_BYTES, ge=MIN_LOG_BYTES)  # cap on a log on disk
     # Ceilings a repository's config may lower, never raise (runner/ceilings.py).
@@ -118,6 +123,12 @@ class Settings(BaseSettings):
                 raise ValueError(f"{folder!r} is not an absolute path")
         return value
 
+    @field_validator("agent_network_allow", "repository_network_allow")
+    @classmethod
+    def _hosts(cls, value: str) -> str:
+        parse_hosts(value, setting="a host list")
+        return value
+
     @field_validator("agent")
     @classmethod
     def _known_preset(cls, value: str | None, info: ValidationInfo) -> str | None:
@@ -168,6 +179,21 @@ class Settings(BaseSettings):
         except ValueError as exc:
             raise SettingsError(f"invalid settings: RATCHET_SANDBOX_RW: {exc}") from None
 
+    def network_settings(self) -> NetworkSettings:
+        """Where agents and checks may connect; the model API routes come from this process's
+        own environment (ANTHROPIC_API_KEY, OPENAI_BASE_URL, ...), which sandboxes never see."""
+        try:
+            routes = model_routes(os.environ)
+        except ValueError as exc:
+            raise SettingsError(f"invalid settings: {exc}") from None
+        return NetworkSettings(
+            agent_allow=parse_hosts(self.agent_network_allow,
+                                    setting="RATCHET_AGENT_NETWORK_ALLOW"),
+            repository_allow=parse_hosts(self.repository_network_allow,
+                                         setting="RATCHET_REPOSITORY_NETWORK_ALLOW"),
+            routes=routes,
+        )
+
     def engine_settings(self) -> EngineSettings:
         return EngineSettings(
             home=self.home,
@@ -183,6 +209,7 @@ class Settings(BaseSettings):
             budget=self.budget_defaults(),
             crash=CrashPoints(self.crash_at),
             sandbox=self.sandbox_policy(),
+            network=self.network_settings(),
             max_output_bytes=self.max_output_bytes,
             max_log_bytes=self.max_log_bytes,
             check_concurrency=self.check_concurrency,

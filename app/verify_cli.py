@@ -21,6 +21,8 @@ from typing import Any
 from app.settings import child_environment
 from plumbing.git import GitError
 from runner.config import read_repository_config
+from runner.egress import egress
+from runner.network import NetworkSettings
 from runner.sandbox import Sandbox, SandboxUnavailable
 from verification.config import CONFIG_PATH, ConfigError
 from verification.evidence import EvidenceBundle, EvidenceReport, build_bundle, render_markdown
@@ -76,10 +78,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_verify(args: argparse.Namespace, sandbox: Sandbox) -> int:
+def run_verify(args: argparse.Namespace, sandbox: Sandbox, network: NetworkSettings) -> int:
     """Run `ratchet verify` with parsed arguments; return the exit status.
 
-    Checks run in ``sandbox`` (the repository's code is untrusted: a pull request's, in CI).
+    Checks run in ``sandbox`` (the repository's code is untrusted: a pull request's, in CI),
+    reaching what ``verify.network`` lists within the operator's ``network`` settings.
     An empty plan creates no worktree; every error is one line on stderr and status 2.
     """
     try:
@@ -114,7 +117,7 @@ def run_verify(args: argparse.Namespace, sandbox: Sandbox) -> int:
         return planned_status
 
     try:
-        bundle = run_checks(verification, sandbox)
+        bundle = run_checks(verification, sandbox, network)
         if args.bundle is not None:
             bundle = write_bundle(args.bundle, bundle)
     except (RevisionError, GitError, SandboxUnavailable, OSError) as exc:
@@ -131,11 +134,16 @@ def run_verify(args: argparse.Namespace, sandbox: Sandbox) -> int:
     return EXIT_PASSED if bundle.conclusion == "success" else EXIT_FAILED
 
 
-def run_checks(verification: Verification, sandbox: Sandbox) -> EvidenceBundle:
+def run_checks(verification: Verification, sandbox: Sandbox,
+               network: NetworkSettings) -> EvidenceBundle:
     """Run a planned verification as `ratchet verify` does: with this process's environment
-    (less Ratchet's settings), one progress line on stderr per finished check."""
-    return verification.run(sandbox, env=child_environment(os.environ),
-                            on_result=_Progress(len(verification.plan.checks)))
+    (less Ratchet's settings), one progress line on stderr per finished check, the network
+    through an egress proxy (a blocked connection is a line in its check's log)."""
+    policy = network.for_checks(verification.config.network) if sandbox.confined else None
+    with egress(policy, label="verify") as proxy:
+        return verification.run(sandbox, env=child_environment(os.environ),
+                                on_result=_Progress(len(verification.plan.checks)),
+                                network=proxy.endpoint if proxy else None)
 
 
 def _error(exc: BaseException) -> int:

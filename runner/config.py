@@ -18,6 +18,7 @@ from verification.config import (
     CONFIG_PATH,
     ConfigModel,
     VerifyConfig,
+    check_host_pattern,
     parse_config,
     read_config_at,
     read_config_file,
@@ -94,11 +95,27 @@ class BudgetConfig(ConfigModel):
     max_run_hours: float | None = Field(default=None, gt=0)
 
 
+class AgentNetworkConfig(ConfigModel):
+    """`agent.network`: `allow` lists hosts agents may reach through the egress proxy beyond
+    the model API (the package registries an install needs: `pypi.org`,
+    `*.pythonhosted.org`), each only where the operator's RATCHET_REPOSITORY_NETWORK_ALLOW
+    allows it too (``runner/network.py``)."""
+
+    allow: list[str] = []
+
+    @field_validator("allow")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        return [check_host_pattern(host) for host in value]
+
+
 class AgentConfig(ConfigModel):
     """The `agent` section. `idle_timeout`: seconds an agent may print nothing and change
-    nothing in the worktree before its sandbox is ended (a hung agent)."""
+    nothing in the worktree before its sandbox is ended (a hung agent); `network`: where it
+    may connect."""
 
     idle_timeout: float = Field(default=DEFAULT_IDLE_TIMEOUT, gt=0)
+    network: AgentNetworkConfig = AgentNetworkConfig()
 
 
 class SubagentConfig(ConfigModel):

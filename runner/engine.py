@@ -115,11 +115,13 @@ class Engine:
                                 max_output_bytes=self.settings.max_output_bytes,
                                 max_log_bytes=self.settings.max_log_bytes,
                                 parse_usage=chosen.parse_usage,
-                                install_hint=chosen.install_hint)
+                                install_hint=chosen.install_hint,
+                                network=self.settings.network, hosts=chosen.hosts)
         if not command:
             raise DeterministicFailure(
                 f"run {run.id} has no agent command; give it one, then retry the run"
             )
         return CommandAgent(command, env=self.settings.child_env, sandbox=self.settings.sandbox,
                             max_output_bytes=self.settings.max_output_bytes,
-                            max_log_bytes=self.settings.max_log_bytes)
+                            max_log_bytes=self.settings.max_log_bytes,
+                            network=self.settings.network)

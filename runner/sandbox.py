@@ -3,10 +3,13 @@
 Agents and checks are untrusted code. Under ``bwrap`` (https://github.com/containers/bubblewrap)
 each one sees the host's filesystem read-only, its worktree and output folder read-write, a
 private ``/tmp``, declared tool folders read-write, and nothing of Ratchet's home (ledger,
-mirrors, other runs, scratch) or of the files that hold its secrets. It runs in PID, IPC and UTS
-namespaces of its own: it cannot see the runner in ``/proc``, and when its first process ends
-the kernel ends every descendant, ``setsid`` or not. ``--die-with-parent`` ends it with the
-runner. The network stays on unless the caller turns it off (checks, on request).
+mirrors, other runs, scratch) or of the files that hold its secrets, and no host service's
+Unix socket under ``/run``. It runs in PID, IPC and UTS namespaces of its own: it cannot see
+the runner in ``/proc``, and when its first process ends the kernel ends every descendant,
+``setsid`` or not. ``--die-with-parent`` ends it with the runner. Its network namespace is its
+own too (loopback only): the way out, if any, is the egress proxy the caller runs
+(``runner/egress.py``), reached through the ``network`` endpoint's socket and the forwarder it
+wraps the command in.
 
 ``Sandbox.command`` only builds an argv; the caller runs it (its own process group, timeouts).
 """
@@ -22,12 +25,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from runner.egress import Egress
 from runner.errors import DeterministicFailure
 
 log = logging.getLogger(__name__)
 
-# Folders every sandbox gets empty and private (tmpfs).
-PRIVATE_FOLDERS = ("/tmp", "/var/tmp", "/run/user")
+# Folders every sandbox gets empty and private (tmpfs). /run holds the host services' Unix
+# sockets (PostgreSQL, Docker, D-Bus): a network namespace does not hide those.
+PRIVATE_FOLDERS = ("/tmp", "/var/tmp", "/run")
 
 
 class SandboxMode(StrEnum):
@@ -98,18 +103,20 @@ class Sandbox:
         cwd: Path,
         writable: Sequence[Path] = (),
         readable: Sequence[Path] = (),
-        network: bool = True,
+        network: Egress | None = None,
     ) -> list[str]:
         """The argv that runs ``argv`` in ``cwd`` inside this sandbox.
 
         ``writable`` folders (the worktree, an output folder) and ``readable`` paths (a prompt
         file, the repository's objects) are bound at their own paths, after the hidden ones are
-        masked, so they stay reachable even inside Ratchet's home.
+        masked, so they stay reachable even inside Ratchet's home. Without a ``network``
+        endpoint the command reaches no network at all, loopback aside.
         """
         if self.mode is SandboxMode.NONE:
             return list(argv)
         self.check()
-        args = [self.program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        args = [*(network.launcher() if network else ()), self.program,
+                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         for folder in PRIVATE_FOLDERS:
             if Path(folder).is_dir():
                 args += ["--tmpfs", folder]
@@ -127,13 +134,14 @@ class Sandbox:
             args += ["--ro-bind", str(path), str(path)]
         for path in writable:
             args += ["--bind", str(path), str(path)]
+        if network is not None:
+            args += network.bwrap_args()
+            argv = network.wrap(argv)
         args += [
             "--chdir", str(cwd),
             "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-            "--die-with-parent", "--new-session",
+            "--unshare-net", "--die-with-parent", "--new-session",
         ]
-        if not network:
-            args.append("--unshare-net")
         return [*args, "--", *argv]
 
 

@@ -20,6 +20,7 @@ from runner.budget import Budget
 from runner.ceilings import Ceilings
 from runner.decisions import Limits
 from runner.faults import NO_CRASH, CrashPoints
+from runner.network import NetworkSettings
 from runner.redact import NO_REDACTION, Redactor
 from runner.sandbox import Sandbox
 
@@ -40,6 +41,7 @@ class EngineSettings:
     budget: Budget = field(default_factory=Budget)  # limits a repository's config leaves unset
     crash: CrashPoints = NO_CRASH
     sandbox: Sandbox = field(default_factory=Sandbox)  # where agents and checks run
+    network: NetworkSettings = field(default_factory=NetworkSettings)  # where they may connect
     max_output_bytes: int = MAX_OUTPUT_BYTES
     max_log_bytes: int = MAX_LOG_BYTES  # an agent's or a check's log on disk
     # Ceilings on what a repository's config asks for (runner/ceilings.py); None: none.

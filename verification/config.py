@@ -18,7 +18,10 @@ instead of exhausting memory or the stack. Validation is linear in the number of
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -91,6 +94,28 @@ def _normalize_relative(value: str, *, inside: str) -> str:
     return path.as_posix()
 
 
+# A host name's label (a name is checked label by label: linear time).
+_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+
+
+def check_host_pattern(value: str) -> str:
+    """``value`` as a host pattern (lowercase, no trailing dot): ``pypi.org``,
+    ``*.pythonhosted.org`` or ``*``; ValueError saying what one looks like."""
+    pattern = value.strip().lower()
+    pattern = pattern[:-1] if pattern.endswith(".") and pattern != "*." else pattern
+    name = pattern.removeprefix("*.")
+    labels = name.split(".")
+    valid = pattern == "*" or (len(name) <= 253 and all(_LABEL.fullmatch(x) for x in labels))
+    with contextlib.suppress(ValueError):
+        valid = valid or bool(ipaddress.ip_address(pattern))
+    if not valid:
+        raise ValueError(
+            f"{value!r} is not a host: give a name such as 'pypi.org', '*.pythonhosted.org' for"
+            " its subdomains, or '*' for any host (no scheme, port or path)"
+        )
+    return pattern
+
+
 def _require_unique_ids(checks: list[CheckConfig]) -> None:
     counts = Counter(check.id for check in checks)  # linear: a config may list many checks
     duplicate = next((check_id for check_id, count in counts.items() if count > 1), None)
@@ -153,7 +178,10 @@ class VerifyConfig(ConfigModel):
     """The `verify` section: concurrency, default timeout, network, root checks, workspaces
     and the paths deliberately left unverified.
 
-    `network: false` runs the checks without network access. `ignore` lists glob patterns
+    `network`: the hosts checks may reach through the egress proxy (`[pypi.org,
+    files.pythonhosted.org]`); `true` means any host the operator lets a repository open
+    (RATCHET_REPOSITORY_NETWORK_ALLOW), `false` (the default) none. Loopback, link-local and
+    private addresses are never reachable (``runner/network.py``). `ignore` lists glob patterns
     (gitignore's reading: `scripts/`, `*.sh`, `tools/**/*.py`) of files no check needs to
     cover: a change to them alone concludes `success` instead of `neutral` ("nothing verifies
     this change").
@@ -161,10 +189,19 @@ class VerifyConfig(ConfigModel):
 
     concurrency: int | None = Field(default=None, ge=1)
     timeout: float = Field(default=900, gt=0)
-    network: bool = True
+    network: bool | list[str] = False
     checks: list[CheckConfig] = []
     workspaces: list[WorkspaceConfig] = []
     ignore: list[str] = []
+
+    @field_validator("network", mode="before")
+    @classmethod
+    def _hosts(cls, value: object) -> bool | list[str]:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, list) and all(isinstance(host, str) for host in value):
+            return [check_host_pattern(host) for host in value]
+        raise ValueError("give true, false or a list of hosts, e.g. [pypi.org]")
 
     @field_validator("ignore")
     @classmethod

@@ -21,7 +21,7 @@ import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from plumbing.git import Git
 from verification.config import VerifyConfig
@@ -41,8 +41,9 @@ class Sandbox(Protocol):
         ...
 
     def command(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path] = (),
-                readable: Sequence[Path] = (), network: bool = True) -> list[str]:
-        """The argv that runs ``argv`` confined."""
+                readable: Sequence[Path] = (), network: Any = None) -> list[str]:
+        """The argv that runs ``argv`` confined; ``network`` is the way out the caller runs
+        for it (the runner's egress proxy for ``verify.network``), None for no network."""
         ...
 
 
@@ -108,11 +109,13 @@ class Verification:
         redact: Callable[[str], str] | None = None,
         artifacts: Mapping[str, str] | None = None,
         max_log_bytes: int | None = None,
+        network: Any = None,
     ) -> EvidenceBundle:
         """Run the plan's checks confined by ``sandbox`` and bundle the evidence.
 
-        Checks see ``readable`` paths too (a run's repository objects), and the network only
-        when the config allows it; ``env``, ``on_result``, ``reuse``, ``redact`` and
+        Checks see ``readable`` paths too (a run's repository objects), and reach the network
+        only through ``network`` (``Sandbox.command``'s: the caller's egress proxy, which
+        applies ``verify.network``); ``env``, ``on_result``, ``reuse``, ``redact`` and
         ``max_log_bytes`` are ``execute_plan``'s. ``artifacts`` (path -> sha256) are listed in
         the evidence. Raises ``SandboxUnavailable`` (from ``sandbox.check``) and RevisionError
         (a worktree of the head, the diff stat).
@@ -125,7 +128,7 @@ class Verification:
         else:
             sandbox.check()
             confine = functools.partial(sandbox.command, readable=tuple(readable),
-                                        network=self.config.network)
+                                        network=network)
             with self._checked_out() as folder:
                 results = execute_plan(plan, folder, on_result=on_result, reuse=reuse,
                                        redact=redact, env=env, confine=confine,

@@ -123,7 +123,7 @@ def _verify(env: ActionEnv, settings: Settings,
     plan = verification.plan
     log.info("verify %s...%s: %d changed files, %d checks (plan %s)", base[:12], head[:12],
              len(candidate.changed), len(plan.checks), plan.sha256[:12])
-    bundle = run_checks(verification, settings.sandbox_policy())
+    bundle = run_checks(verification, settings.sandbox_policy(), settings.network_settings())
     folder = _bundle_dir(env)
     shutil.rmtree(folder, ignore_errors=True)
     return write_bundle(folder, bundle), head

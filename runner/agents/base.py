@@ -40,6 +40,9 @@ class AgentTask:
     # False: the sandbox shows the worktree read-only (a research subagent reads a tree that
     # other agents read at the same time); only ``output_dir`` is writable.
     worktree_writable: bool = True
+    # Hosts the repository lets its agents reach (`agent.network.allow`), within the operator's
+    # bound (runner/network.py).
+    network_allow: tuple[str, ...] = ()
 
     @property
     def usage_file(self) -> Path:
@@ -58,6 +61,7 @@ class AgentResult:
     usage: Mapping[str, Any] = field(default_factory=dict)  # runner/usage.py's record
     log_bytes: int = 0  # what the agent printed in all
     log_omitted_bytes: int = 0  # what of it its capped log left out
+    network_blocked: tuple[str, ...] = ()  # connections the egress proxy refused, a sentence each
 
 
 class Agent(Protocol):

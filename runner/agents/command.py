@@ -3,13 +3,14 @@
 The template (one, or one per phase for a preset of ``runner/agents/presets.py``) is split once
 with ``shlex.split`` and placeholders are substituted inside each argv element; no shell is
 involved, so a prompt is never re-parsed or executed. The agent runs in the sandbox
-(``runner/sandbox.py``) and in its own process group, which is killed as a whole on timeout, on
-cancellation, when it has been idle (no output, no worktree change) for its idle timeout, and
-after the agent exits; the sandbox's PID namespace ends every descendant that left the group.
-Its output and its usage report are read without following symlinks and capped; its log
-(stdout and stderr) is capped on disk (``plumbing/logfile.py``: head and tail kept, the sizes in
-the evidence); what it spent (``runner/usage.py``) travels with its result or with the failure
-it raised.
+(``runner/sandbox.py``), reaching the network only through an egress proxy of its step
+(``runner/egress.py``; what it refused is in the evidence), and in its own process group,
+which is killed as a whole on timeout, on cancellation, when it has been idle (no output, no
+worktree change) for its idle timeout, and after the agent exits; the sandbox's PID namespace
+ends every descendant that left the group. Its output and its usage report are read without
+following symlinks and capped; its log (stdout and stderr) is capped on disk
+(``plumbing/logfile.py``: head and tail kept, the sizes in the evidence); what it spent
+(``runner/usage.py``) travels with its result or with the failure it raised.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from plumbing.files import UnsafePath, read_beneath
 from plumbing.logfile import CappedLog
 from plumbing.process import stop_group
 from runner.agents.base import AgentResult, AgentTask
+from runner.egress import Egress, egress
 from runner.errors import (
     AgentIdle,
     AgentTimedOut,
@@ -43,6 +45,7 @@ from runner.errors import (
     StepFailure,
     TransientFailure,
 )
+from runner.network import NetworkSettings
 from runner.sandbox import Sandbox
 from runner.usage import MAX_USAGE_BYTES, decode_usage, measured, merge_usage
 
@@ -150,10 +153,13 @@ class CommandAgent:
         max_log_bytes: int = MAX_LOG_BYTES,
         parse_usage: Callable[[str], dict[str, Any]] | None = None,
         install_hint: str | None = None,
+        network: NetworkSettings | None = None,
+        hosts: Sequence[str] = (),
     ) -> None:
         """``template`` is one template, or one per phase (a preset's); ``parse_usage`` reads
         the CLI's own log into a usage record; ``install_hint`` says how to get a missing
-        program."""
+        program; ``network`` and ``hosts`` (a preset's model APIs) say where it may connect
+        through the egress proxy (``runner/network.py``)."""
         self.templates = ({"": template} if isinstance(template, str) else dict(template))
         self.template = next(iter(self.templates.values()))
         self._argv = {phase: parse_template(text) for phase, text in self.templates.items()}
@@ -164,6 +170,8 @@ class CommandAgent:
         self.max_log_bytes = max_log_bytes
         self.parse_usage = parse_usage
         self.install_hint = install_hint
+        self.network = network or NetworkSettings()
+        self.hosts = tuple(hosts)
 
     def template_for(self, phase: str) -> str:
         """The template ``phase`` runs (a single template runs every phase)."""
@@ -193,14 +201,19 @@ class CommandAgent:
             task.run_id, task.step, argv[0], str(task.worktree), self.sandbox.mode,
         )
         started = time.monotonic()
-        proc, printed = self._start(argv, task, template)
-        try:
-            stopped = self._wait(proc, task, cancel, printed)
-        finally:
-            # In every path: kill what is left of the group (all of it on timeout, idleness or
-            # cancellation, leftovers after a normal exit) and reap the leader.
-            returncode = stop_group(proc, grace=self.kill_grace)
-            printed.finish(drain=LOG_DRAIN_S)
+        policy = (self.network.for_agents(self.hosts, task.network_allow)
+                  if self.sandbox.confined else None)
+        with egress(policy, label=f"run {task.run_id} step {task.step}") as proxy:
+            proc, printed = self._start(argv, task, template,
+                                        proxy.endpoint if proxy else None)
+            try:
+                stopped = self._wait(proc, task, cancel, printed)
+            finally:
+                # In every path: kill what is left of the group (all of it on timeout, idleness
+                # or cancellation, leftovers after a normal exit) and reap the leader.
+                returncode = stop_group(proc, grace=self.kill_grace)
+                printed.finish(drain=LOG_DRAIN_S)
+        blocked = tuple(proxy.blocked) if proxy else ()
         duration = time.monotonic() - started
         tail = _read_tail(task.log_file)
         usage = self._usage(task, duration)
@@ -215,6 +228,8 @@ class CommandAgent:
             "log_tail": tail,
             "sandbox": str(self.sandbox.mode),
         }
+        if blocked:
+            evidence["network_blocked"] = list(blocked)
         try:
             return self._conclude(task, stopped, returncode, duration, tail, evidence, usage)
         except StepFailure as failure:
@@ -254,9 +269,11 @@ class CommandAgent:
                 evidence=evidence,
             )
         if returncode != 0:
+            blocked = evidence.get("network_blocked")
             raise DeterministicFailure(
                 f"agent {_describe_exit(returncode)} in step {task.step!r} of run "
-                f"{task.run_id!r}; see the log tail in the evidence or {task.log_file}",
+                f"{task.run_id!r}; see the log tail in the evidence or {task.log_file}"
+                f"{f'; the sandbox {blocked[0]}' if blocked else ''}",
                 evidence=evidence,
             )
         return AgentResult(
@@ -269,6 +286,7 @@ class CommandAgent:
             usage=usage,
             log_bytes=int(evidence["log_bytes"]),
             log_omitted_bytes=int(evidence["log_omitted_bytes"]),
+            network_blocked=tuple(evidence.get("network_blocked", ())),
         )
 
     def _usage(self, task: AgentTask, duration: float) -> dict[str, Any]:
@@ -284,8 +302,8 @@ class CommandAgent:
                 parsed = {"problems": [f"the CLI's output could not be read: {exc!r}"]}
         return measured(merge_usage(read_usage_file(task), parsed), seconds=duration)
 
-    def _start(self, argv: list[str], task: AgentTask,
-               template: str) -> tuple[subprocess.Popen[bytes], CappedLog]:
+    def _start(self, argv: list[str], task: AgentTask, template: str,
+               network: Egress | None) -> tuple[subprocess.Popen[bytes], CappedLog]:
         """Start the agent in its own session with stdout and stderr going to its capped
         log."""
         env = {
@@ -323,6 +341,7 @@ class CommandAgent:
             writable=(*(tree if task.worktree_writable else ()), task.output_dir),
             readable=(task.prompt_file, *program_path, *task.readable,
                       *(() if task.worktree_writable else tree)),
+            network=network,
         )
         printed = CappedLog(task.log_file, self.max_log_bytes)
         try:

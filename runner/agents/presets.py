@@ -2,9 +2,9 @@
 a parser that reads its own output into a usage record (``runner/usage.py``).
 
 A preset is a command template per phase (``runner/agents/command.py`` runs it) plus the CLI's
-install hint. Read-only phases (research, specify) get each CLI's read-only mode where it has
-one; the runner still checks the worktree after every step, whatever the CLI promised. Output
-formats, as documented:
+install hint and the model API hosts its sandbox may reach. Read-only phases (research,
+specify) get each CLI's read-only mode where it has one; the runner still checks the worktree
+after every step, whatever the CLI promised. Output formats, as documented:
 
 - Claude Code (``claude -p --output-format json``): one result object with ``total_cost_usd``,
   ``num_turns`` and ``usage`` (``input_tokens``, ``output_tokens``,
@@ -49,6 +49,9 @@ class Preset:
     parse_usage: UsageParser
     install: str  # what to run to install it
     docs: str
+    # The model API hosts it reaches directly when it holds its own login rather than a key the
+    # egress proxy adds (runner/network.py); every agent may reach them.
+    hosts: tuple[str, ...] = ()
 
     @property
     def install_hint(self) -> str:
@@ -226,7 +229,7 @@ _AIDER = (
 
 PRESETS: Mapping[str, Preset] = MappingProxyType({
     "claude": Preset(
-        name="claude", program="claude",
+        name="claude", program="claude", hosts=("api.anthropic.com",),
         templates=_per_phase(
             f"{_CLAUDE} --allowedTools Read,Glob,Grep,Write(/{{output}}),Edit(/{{output}})",
             f"{_CLAUDE} --permission-mode acceptEdits"
@@ -237,7 +240,7 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
         docs="https://docs.anthropic.com/en/docs/claude-code/cli-reference",
     ),
     "codex": Preset(
-        name="codex", program="codex",
+        name="codex", program="codex", hosts=("api.openai.com",),
         templates=_per_phase(f"{_CODEX} read-only {{prompt}}",
                              f"{_CODEX} workspace-write {{prompt}}"),
         parse_usage=parse_codex,
@@ -245,12 +248,13 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
         docs="https://developers.openai.com/codex/noninteractive",
     ),
     "aider": Preset(
-        name="aider", program="aider", templates=_same(_AIDER), parse_usage=parse_aider,
+        name="aider", program="aider", hosts=("api.anthropic.com", "api.openai.com"),
+        templates=_same(_AIDER), parse_usage=parse_aider,
         install="python -m pip install aider-install && aider-install",
         docs="https://aider.chat/docs/scripting.html",
     ),
     "goose": Preset(
-        name="goose", program="goose",
+        name="goose", program="goose", hosts=("api.anthropic.com", "api.openai.com"),
         templates=_same("goose run --no-session --quiet --output-format json"
                         " --instructions {prompt_file}"),
         parse_usage=parse_goose,
@@ -259,7 +263,7 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
         docs="https://block.github.io/goose/docs/guides/goose-cli-commands",
     ),
     "opencode": Preset(
-        name="opencode", program="opencode",
+        name="opencode", program="opencode", hosts=("api.anthropic.com", "api.openai.com"),
         templates=_same("opencode run --format json {prompt}"),
         parse_usage=parse_opencode,
         install="npm install -g opencode-ai",

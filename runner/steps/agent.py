@@ -95,7 +95,7 @@ def run_agent(inp: StepInput, services: StepServices) -> StepResult:
         prompt_file=folder / "prompt.md", output_dir=folder / "out",
         output=folder / "out" / output_rel, log_file=folder / f"agent.{run.attempt}.log",
         timeout=services.agent_timeout, idle_timeout=inp.config.agent.idle_timeout,
-        readable=tuple(readable), env=env,
+        readable=tuple(readable), env=env, network_allow=tuple(inp.config.agent.network.allow),
     )
     result = inp.adopted
     if result is None:
@@ -172,6 +172,8 @@ def _conclude(inp: StepInput, services: StepServices, phase: State, task: AgentT
         # Its log is capped on disk (RATCHET_MAX_LOG_BYTES): what it printed, what was dropped.
         "log": {"bytes": result.log_bytes, "omitted_bytes": result.log_omitted_bytes},
     }
+    if result.network_blocked:  # what the egress proxy refused: one sentence each
+        record["network_blocked"] = [services.settings.redact(s) for s in result.network_blocked]
     tree, patch_sha = inp.tree, inp.patch_sha
     if PROFILES[phase].modify_worktree:
         snapshot = services.worktrees.snapshot(inp.worktree, inp.base)

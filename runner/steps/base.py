@@ -157,6 +157,7 @@ def write_journal(folder: Path, result: AgentResult) -> None:
         "output_sha256": result.output_sha256, "log_tail": result.log_tail,
         "usage": dict(result.usage), "log_bytes": result.log_bytes,
         "log_omitted_bytes": result.log_omitted_bytes,
+        "network_blocked": list(result.network_blocked),
     }).encode())
 
 
@@ -168,7 +169,8 @@ def read_journal(folder: Path) -> AgentResult | None:
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         return AgentResult(data["exit_code"], data["duration_s"], data["output_sha256"],
                            data["log_tail"], usage, int(data.get("log_bytes", 0)),
-                           int(data.get("log_omitted_bytes", 0)))
+                           int(data.get("log_omitted_bytes", 0)),
+                           tuple(str(s) for s in data.get("network_blocked") or ()))
     except (OSError, ValueError, KeyError, AttributeError):
         return None
 

@@ -296,7 +296,7 @@ def _task(inp: StepInput, services: StepServices, subagent: Subagent, analysis: 
         readable=(services.worktrees.repository_objects(inp.worktree),),
         env={"RATCHET_SUBAGENT_NAME": subagent.name, "RATCHET_SUBAGENT_FOCUS": subagent.focus,
              "RATCHET_NOTE": str(out / NOTE_FILE)},
-        worktree_writable=False,
+        worktree_writable=False, network_allow=tuple(inp.config.agent.network.allow),
     )
     task.output.parent.mkdir(parents=True, exist_ok=True)
     task.prompt_file.write_text(prompt)

@@ -15,6 +15,7 @@ from typing import Any
 from plumbing.files import printable_path
 from runner.canonical import sha256_hex
 from runner.checkruns import VERIFY_CHECK, CheckRunId, verify_check
+from runner.egress import egress
 from runner.ledger.records import NewEvent
 from runner.names import EffectKind, EventType
 from runner.steps.base import (
@@ -65,12 +66,17 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
     # when nothing is planned, as the agent steps do.
     services.settings.sandbox.check()
     artifacts = {"verification/plan.json": plan.to_json().encode()}
-    bundle = verification.run(
-        services.settings.sandbox, readable=(worktrees.repository_objects(inp.worktree),),
-        env=services.settings.child_env, on_result=persist, reuse=previous.get,
-        redact=services.settings.redact, max_log_bytes=services.settings.max_log_bytes,
-        artifacts={path: sha256_hex(data) for path, data in artifacts.items()},
-    )
+    policy = (services.settings.network.for_checks(config.verify.network)
+              if services.settings.sandbox.confined else None)
+    with egress(policy, label=f"run {run.id} step {step}") as proxy:
+        bundle = verification.run(
+            services.settings.sandbox, readable=(worktrees.repository_objects(inp.worktree),),
+            env=services.settings.child_env, on_result=persist, reuse=previous.get,
+            redact=services.settings.redact, max_log_bytes=services.settings.max_log_bytes,
+            artifacts={path: sha256_hex(data) for path, data in artifacts.items()},
+            network=proxy.endpoint if proxy else None,
+        )
+    blocked = [services.settings.redact(sentence) for sentence in proxy.blocked] if proxy else []
     results = list(bundle.results)
     ensure_tree(services, inp)  # checks may leave caches behind; the next step starts clean
     artifacts["verification/result.json"] = bundle.to_json().encode()
@@ -107,6 +113,7 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
         "tree": tree, "patch": inp.patch_sha, "commit": commit,
         "sandbox": str(services.settings.sandbox.mode), "plan": plan.sha256,
         "conclusion": bundle.conclusion, "results": [_without_log(r) for r in results],
+        **({"network_blocked": blocked} if blocked else {}),
         "failing": [
             {"id": r.key, "command": r.command, "status": r.status, "exit_code": r.exit_code,
              "log_tail": r.log_tail()}

@@ -12,6 +12,7 @@ import pytest
 from verify_helpers import FAILING_TEST, git, write
 
 from app.verify_cli import configure_parser, run_verify
+from runner.network import NetworkSettings
 from runner.sandbox import Sandbox
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +21,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def verify(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     parser = argparse.ArgumentParser(prog="ratchet verify")
     configure_parser(parser)
-    code = run_verify(parser.parse_args(list(argv)), Sandbox())  # checks in the real sandbox
+    code = run_verify(parser.parse_args(list(argv)), Sandbox(), NetworkSettings())  # real sandbox
     out, err = capsys.readouterr()
     return code, out, err
 

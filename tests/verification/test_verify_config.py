@@ -28,7 +28,7 @@ def test_missing_and_empty_files_give_defaults(tmp_path: Path) -> None:
     assert config == RepositoryConfig()
     assert config.verify.timeout == 900
     assert config.verify.concurrency is None
-    assert config.verify.network is True
+    assert config.verify.network is False  # checks reach no network unless it lists hosts
     assert config.repair.max_attempts == 3
     assert config.limits.max_file_bytes == 10 * 1024 * 1024
 
@@ -40,7 +40,7 @@ def test_full_file_parses(tmp_path: Path) -> None:
 verify:
   concurrency: 3
   timeout: 120
-  network: false
+  network: [pypi.org, "*.pythonhosted.org"]
   checks:
     - id: lint
       kind: lint
@@ -58,7 +58,7 @@ limits:
     )
     config = load_repository_config(tmp_path)
     assert config.verify.concurrency == 3
-    assert config.verify.network is False
+    assert config.verify.network == ["pypi.org", "*.pythonhosted.org"]
     assert config.verify.checks[0].run == "ruff check ."
     workspace = config.verify.workspaces[0]
     assert (workspace.path, workspace.setup) == ("packages/api", ["pip install -e ."])
@@ -106,6 +106,8 @@ def test_yaml_syntax_error_gives_the_line() -> None:
         ("- just a list\n", 1, ""),
         ("limits:\n  max_file_bytes: 0\n", 2, "limits.max_file_bytes"),
         ("verify:\n  network: sometimes\n", 2, "verify.network"),
+        ("verify:\n  network: [https://pypi.org]\n", 2, "verify.network"),
+        ("agent:\n  network:\n    allow: [pypi.org/simple]\n", 3, "agent.network.allow"),
     ],
 )
 def test_invalid_values_are_located(text: str, line: int, field: str) -> None:
