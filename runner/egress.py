@@ -1,8 +1,8 @@
 """The egress proxy: the only way from a sandbox's network namespace to anywhere.
 
 One proxy per agent step or verification runs in the runner (threads, no process), listening
-on a Unix socket in a private folder of its own (mode 0700, under the host's temporary folder,
-never inside Ratchet's home). ``Egress`` says how a sandbox reaches it: the socket is bound
+on a Unix socket in a private folder of its own (mode 0700, under the host's ``/tmp``, never
+inside Ratchet's home). ``Egress`` says how a sandbox reaches it: the socket is bound
 into the sandbox, and ``runner/forwarder.py`` (the sandbox's first process) listens on
 127.0.0.1:``PORT`` inside and hands every accepted connection's file descriptor over that
 socket; the proxy then serves the connection directly. Inside, ``HTTP(S)_PROXY`` and
@@ -116,7 +116,9 @@ class EgressProxy:
         self.policy = policy
         self.label = label
         self.blocked: list[str] = []
-        self._folder = Path(tempfile.mkdtemp(prefix="ratchet-egress-"))
+        # Short on purpose: a Unix socket's path holds at most 107 bytes, whatever TMPDIR says.
+        self._folder = Path(tempfile.mkdtemp(prefix="ratchet-egress-",
+                                             dir="/tmp" if os.path.isdir("/tmp") else None))
         self._lock = threading.Lock()
         self._live: set[socket.socket] = set()
         self._controls: set[socket.socket] = set()
