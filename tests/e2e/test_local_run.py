@@ -169,6 +169,24 @@ def test_agent_failures_are_classified(ratchet):
     assert "exit" in status["reason"]
 
 
+def test_a_loud_agent_leaves_at_most_the_log_cap_on_disk(ratchet):
+    """A megabyte printed under a 64 KiB cap: the log kept is within the cap, and the failure's
+    evidence says how much was printed and how much was left out."""
+    cap = 65536
+    failed = ratchet.create(extra={"AGENT_PRINT": str(1 << 20), "AGENT_EXIT": "research:3",
+                                   "RATCHET_MAX_LOG_BYTES": str(cap)})
+    assert failed.returncode == 1
+    run_id = ratchet.run_id()
+    [failure] = [e["data"]["evidence"] for e in ratchet.events(run_id)
+                 if e["type"] == "STEP_FAILED"]
+    assert failure["log_bytes"] >= 1 << 20
+    assert failure["log_bytes"] - cap < failure["log_omitted_bytes"] < failure["log_bytes"]
+    logs = list((ratchet.home / "scratch").rglob("agent.*.log"))
+    assert logs and all(log.stat().st_size <= cap for log in logs)
+    assert all(file.stat().st_size <= cap for file in ratchet.home.rglob("*")
+               if file.is_file() and file.name != "ratchet.db")
+
+
 def test_transient_agent_exit_is_retried_then_gives_up(ratchet):
     result = ratchet.create(extra={"AGENT_EXIT": "research:75", "RATCHET_MAX_ATTEMPTS": "2"})
     assert result.returncode == 1
