@@ -52,6 +52,9 @@ MAX_HEAD_BYTES = 64 * 1024
 CONNECT_TIMEOUT_S = 15.0
 HEAD_TIMEOUT_S = 60.0
 MAX_BLOCKED = 50
+# Connections one proxy serves at once (two threads each): more are closed unserved, so an agent
+# opening thousands cannot exhaust the runner's threads.
+MAX_CONNECTIONS = 256
 CHUNK = 64 * 1024
 # Request headers never passed upstream (hop-by-hop, the proxy's, the agent's credentials).
 _HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-authorization",
@@ -193,7 +196,12 @@ class EgressProxy:
                 except OSError:
                     os.close(fd)  # not a socket: nothing to serve
                     continue
-                if client.type != socket.SOCK_STREAM or not self._track(client, self._live):
+                crowded = len(self._live) >= MAX_CONNECTIONS
+                if (crowded or client.type != socket.SOCK_STREAM
+                        or not self._track(client, self._live)):
+                    if crowded:
+                        log.warning("egress %s: over %d connections at once; closing one",
+                                    self.label, MAX_CONNECTIONS)
                     client.close()
                     continue
                 threading.Thread(target=self._serve, args=(client, control),

@@ -65,6 +65,17 @@ def tcp_listener() -> Iterator[Listener]:
     listener.sock.close()
 
 
+# A host process's abstract Unix socket (no file: the network namespace is what scopes it).
+ABSTRACT = f"ratchet-test-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def abstract_listener() -> Iterator[Listener]:
+    listener = Listener(socket.AF_UNIX, "\0" + ABSTRACT)
+    yield listener
+    listener.sock.close()
+
+
 @pytest.fixture
 def unix_listener() -> Iterator[Listener]:
     """A host service's socket where services keep them (/run; the test runs as root here)."""
@@ -155,6 +166,7 @@ def through_proxy(request):
 
 attempt("direct", lambda: socket.create_connection(("127.0.0.1", TCP_PORT), timeout=3).close())
 attempt("unix", lambda: socket.socket(socket.AF_UNIX).connect(UNIX_PATH))
+attempt("abstract", lambda: socket.socket(socket.AF_UNIX).connect("\0" + sys.argv[5]))
 for host in ("127.0.0.1", "localhost", "169.254.169.254", "pypi.org"):
     attempt(f"connect {host}",
             lambda: through_proxy(f"CONNECT {host}:{TCP_PORT} HTTP/1.1\r\nHost: x\r\n\r\n"))
@@ -208,6 +220,7 @@ def assert_nothing_got_out(found: dict[str, object], *listeners: Listener) -> No
     assert not any(listener.reached() for listener in listeners), found
     assert str(found["direct"]).startswith("ConnectionRefusedError"), found
     assert str(found["unix"]).startswith(("FileNotFoundError", "ConnectionRefusedError")), found
+    assert str(found["abstract"]).startswith("ConnectionRefusedError"), found
     for attempt in ("connect 127.0.0.1", "connect localhost", "connect 169.254.169.254",
                     "plain", "connect pypi.org"):
         assert str(found[attempt]).startswith("HTTP/1.1 403"), (attempt, found)
@@ -215,20 +228,20 @@ def assert_nothing_got_out(found: dict[str, object], *listeners: Listener) -> No
 
 def test_an_agent_reaches_only_its_model_api_and_never_holds_the_key(
         tmp_path: Path, model: ModelServer, tcp_listener: Listener,
-        unix_listener: Listener) -> None:
+        unix_listener: Listener, abstract_listener: Listener) -> None:
     script = tmp_path / "probe.py"
     script.write_text(PROBE)
     task = agent_task(tmp_path)
     agent = CommandAgent(
         f"{sys.executable} {script} {tcp_listener.port} {unix_listener.sock.getsockname()}"
-        f" {SECRET} {{output}}",
+        f" {SECRET} {{output}} {ABSTRACT}",
         sandbox=Sandbox(), env={**os.environ, "ANTHROPIC_API_KEY": SECRET},
         network=network_settings(model))
 
     result = agent.run(task)
 
     found = json.loads(task.output.read_text())
-    assert_nothing_got_out(found, tcp_listener, unix_listener)
+    assert_nothing_got_out(found, tcp_listener, unix_listener, abstract_listener)
     assert found["key_env"] == PLACEHOLDER_KEY and found["key_visible"] is False
     assert "data: first" in found["stream"] and "data: streamed" in found["stream"], found
     messages = [r for r in model.requests if r["path"] == "/v1/messages"]
@@ -271,7 +284,7 @@ def test_a_failing_agent_says_which_host_was_blocked_and_where_to_allow_it(
 @pytest.mark.parametrize("network", ["false", "[pypi.org]"])
 def test_a_check_reaches_nothing_of_the_host(
         tmp_path: Path, model: ModelServer, tcp_listener: Listener, unix_listener: Listener,
-        network: str) -> None:
+        abstract_listener: Listener, network: str) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
@@ -280,7 +293,7 @@ def test_a_check_reaches_nothing_of_the_host(
     write(repo, {".github/ratchet.yml": (
         f"verify:\n  network: {network}\n  checks:\n    - id: probe\n"
         f"      run: python3 probe.py {tcp_listener.port} {unix_listener.sock.getsockname()}"
-        f" {SECRET} -\n"), "README.md": "x\n"})
+        f" {SECRET} - {ABSTRACT}\n"), "README.md": "x\n"})
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "base")
     write(repo, {"probe.py": PROBE})
@@ -295,7 +308,7 @@ def test_a_check_reaches_nothing_of_the_host(
     (result,) = bundle.results
     log = result.log
     found = json.loads(next(line for line in log.splitlines() if line.startswith("{")))
-    assert_nothing_got_out(found, tcp_listener, unix_listener)
+    assert_nothing_got_out(found, tcp_listener, unix_listener, abstract_listener)
     assert "stream" not in found  # checks get no model API route
     assert not model.requests
     assert (f"ratchet: blocked a connection to pypi.org:{tcp_listener.port}" in log) is (
