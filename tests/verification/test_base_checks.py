@@ -18,6 +18,7 @@ from verify_helpers import Files, git, write
 
 from app.verify_cli import configure_parser, run_verify
 from runner.config import read_repository_config
+from runner.network import NetworkSettings
 from runner.sandbox import Sandbox
 from verification.pipeline import Candidate, plan_verification
 from verification.plan import BASE_STEP
@@ -40,7 +41,8 @@ ROOT_CHECK = {"detected": "pytest", "configured": "unit"}
 def verify(capsys: pytest.CaptureFixture[str], repo: Path, *argv: str) -> tuple[int, str, str]:
     parser = argparse.ArgumentParser(prog="ratchet verify")
     configure_parser(parser)
-    code = run_verify(parser.parse_args(["--repo", str(repo), *argv]), Sandbox())
+    code = run_verify(parser.parse_args(["--repo", str(repo), *argv]), Sandbox(),
+                      NetworkSettings())
     out, err = capsys.readouterr()
     return code, out, err
 
