@@ -24,6 +24,7 @@ and connecting are the proxy's.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -116,11 +117,18 @@ def matches(host: str, patterns: Iterable[str]) -> bool:
     return False
 
 
+# IPv6 addresses that carry an IPv4 one a gateway reaches (NAT64's well-known prefix).
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
 def address_kind(address: str) -> str | None:
     """What makes ``address`` unreachable (``a loopback address``), or None for a global one."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):  # an IPv4 address inside: that one decides
+        if ip in _NAT64:
+            ip = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        else:
+            ip = ip.ipv4_mapped or ip.sixtofour or ip
     if ip.is_loopback:
         return "a loopback address"
     if ip.is_link_local:
@@ -152,8 +160,17 @@ class NetworkPolicy:
         return next((route for route in self.routes if route.name == name), None)
 
     def refusal(self, host: str, port: int) -> str | None:
-        """Why ``host`` may not be reached by name, or None when a pattern allows it."""
+        """Why ``host`` may not be reached by name, or None when a pattern allows it. An
+        address, or ``localhost``, that is never reachable says so rather than which list
+        would allow it; a name no list allows is refused unresolved (no DNS query leaves)."""
         target = f"{host}:{port}"
+        name = host.lower().rstrip(".")
+        if name == "localhost" or name.endswith(".localhost"):
+            return self.address_refusal(host, port, ["127.0.0.1"])
+        with contextlib.suppress(ValueError):
+            refusal = self.address_refusal(host, port, [str(ipaddress.ip_address(name))])
+            if refusal is not None:
+                return refusal
         if matches(host, self.allowed):
             return None
         if matches(host, self.requested):

@@ -328,10 +328,15 @@ def test_the_policy_checks_names_then_resolved_addresses() -> None:
     assert "RATCHET_REPOSITORY_NETWORK_ALLOW does not include it" in str(
         policy.refusal("evil.example", 443))
     for address in ("127.0.0.1", "10.1.2.3", "169.254.169.254", "::1", "fe80::1",
-                    "::ffff:127.0.0.1", "100.64.0.1", "0.0.0.0"):
+                    "::ffff:127.0.0.1", "100.64.0.1", "0.0.0.0", "64:ff9b::a00:1",
+                    "2002:7f00:1::1"):
         assert policy.address_refusal("h", 443, ["93.184.216.34", address]) is not None
     assert policy.address_refusal("h", 443, ["93.184.216.34", "2606:4700::1"]) is None
     assert policy.address_refusal("h", 443, ["127.0.0.1"], explicit=True) is None
+    # Never reachable whatever the lists say, so the sentence says that, not which list to edit;
+    # a name no list allows is refused before it is resolved (no DNS query leaves).
+    for host in ("127.0.0.1", "localhost", "api.localhost", "169.254.169.254", "::1"):
+        assert "never reach" in str(policy.refusal(host, 80)), host
 
 
 def test_model_routes_come_from_the_operator_environment() -> None:

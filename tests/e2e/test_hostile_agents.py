@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -105,6 +106,37 @@ def test_git_attacks_proc_ledger_and_a_daemon_in_research_change_nothing(tmp_pat
     attack.seen("gitdir")
     assert Counter(attack.ratchet.agent_runs()) == Counter(
         ["research.1", "specify.1", "implement.1", "repair.1"])
+
+
+def test_an_agent_and_its_checks_reach_nothing_of_the_host_and_the_run_says_what_was_blocked(
+        tmp_path):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.setblocking(False)
+    attack = Attack(tmp_path, "research:network,implement:check_network")
+    attack.ratchet.env["HOSTILE_PORT"] = str(listener.getsockname()[1])
+    try:
+        run_id, _ = drive_to_done(attack.ratchet)
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nothing reached the host's loopback
+    finally:
+        listener.close()
+
+    assert attack.ratchet.status(run_id)["state"] == "done"
+    seen = attack.seen("network")
+    assert "direct: [Errno 111] Connection refused" in seen
+    assert "pypi.org:443: HTTP/1.1 403 Forbidden" in seen
+    with sqlite3.connect(attack.ratchet.home / "ratchet.db") as db:
+        bodies = dict(db.execute("SELECT step, body FROM checkpoints WHERE run_id = ?",
+                                 (run_id,)))
+    research = json.loads(bodies["research.1"])
+    verify = [json.loads(body) for step, body in bodies.items() if step.startswith("verify")]
+    assert "blocked a connection to pypi.org:443: add it to agent.network.allow in" \
+        " .github/ratchet.yml" in json.dumps(research)
+    assert "loopback address" in json.dumps(research)
+    assert "blocked a connection to pypi.org:443: add it to verify.network in" \
+        " .github/ratchet.yml" in json.dumps(verify)
 
 
 @pytest.mark.slow
