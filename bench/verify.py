@@ -10,7 +10,8 @@ Prints four ratios, each against a baseline measured in the same run:
     tree, read every manifest, plan) divided by the time `git ls-files` takes to list that
     same working tree, untracked files included as planning lists it (target at most 3);
 (d) that plan time divided by the plan time on a 150-package repository of the same shape
-    (target at most 12: linear growth);
+    (target at most 12: linear growth); next to it, for reference, a manifest change planned
+    with and without the base's layout (a change cannot choose its own checks: both are planned);
 (e) matching hostile globs (`**/**/...` against a 200-deep path, `*d*d...` against a
     200-character name; a backtracking matcher takes hours), divided by matching a literal
     pattern as long against the same path (target at most 20).
@@ -200,6 +201,12 @@ def bench_large_plan(scratch: Path) -> None:
     one = "packages/pkg0005/src/module1.ts"
     one_s = best_of(lambda: build_plan([one], GitTree(large), config))
     one_plan = build_plan([one], GitTree(large), config)
+    # A manifest change with the base: the base's layout is planned too (a change cannot
+    # choose its own checks), from git's objects.
+    manifest = "packages/pkg0005/package.json"
+    floor_s = best_of(lambda: build_plan([manifest], GitTree(large), config,
+                                         base=GitRevisionTree(large, "HEAD")))
+    manifest_s = best_of(lambda: build_plan([manifest], GitTree(large), config))
 
     ratio = large_s / listing
     growth = large_s / small_s
@@ -220,6 +227,9 @@ def bench_large_plan(scratch: Path) -> None:
     print(f"    full plan of a revision      {revision_s * 1000:7.1f} ms (what the Action and "
           "`ratchet verify --head` plan; manifests read from git's objects)")
     print(f"    revision plan / ls-tree      {revision_s / revision_listing:.2f}  (for reference)")
+    print(f"    manifest change, no base     {manifest_s * 1000:7.1f} ms (baseline)")
+    print(f"    manifest change, base floor  {floor_s * 1000:7.1f} ms (the base's layout planned "
+          f"too: {floor_s / manifest_s:.2f}x, for reference)")
     print(f"(d) {SMALL_PACKAGES} packages, {small_count} files")
     print(f"    full plan (CI change)        {small_s * 1000:7.1f} ms (baseline)")
     verdict = "ok" if growth <= 12 else "MISS"
