@@ -149,3 +149,20 @@ def test_a_workspace_the_change_deletes_plans_no_check_in_its_folder(
     plan = plan_verification(candidate, config.verify).plan
     assert {c.workspace for c in plan.checks} <= {"."}
     assert "old" not in {w.path for w in plan.workspaces}
+
+
+def test_a_change_editing_a_manifest_cannot_drop_the_check_it_declared(
+    make_repo: Callable[[Files], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    package = '{"name": "root", "scripts": {"test": "node test.js"}}\n'
+    repo = make_repo({
+        "package.json": package,
+        "sum.js": "exports.sum = (a, b) => a + b;\n",
+        "test.js": "if (require('./sum.js').sum(1, 2) !== 3) process.exit(1);\n",
+    })  # fmt: skip
+    change(repo, {"package.json": '{"name": "root"}\n',
+                  "sum.js": "exports.sum = (a, b) => a - b;\n"})
+
+    code, out, err = verify(capsys, repo, "--head", "HEAD", "--json")
+    assert code == 1, err  # the base's node-test ran (and found its script gone)
+    assert results(out) == {"node-test": "failed"}
