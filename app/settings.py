@@ -14,6 +14,7 @@ from plumbing.logfile import MIN_LOG_BYTES
 from runner.agents.command import MAX_LOG_BYTES, MAX_OUTPUT_BYTES
 from runner.agents.presets import PRESETS
 from runner.budget import Budget
+from runner.config import DEFAULT_SUBAGENT_CONCURRENCY
 from runner.faults import CrashPoints
 from runner.ledger import sqlite_path
 from runner.network import NetworkSettings, model_routes, parse_hosts
@@ -70,6 +71,9 @@ class Settings(BaseSettings):
     # Ceilings a repository's config may lower, never raise (runner/ceilings.py).
     check_concurrency: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
     check_timeout: float = _seconds(3600.0)  # seconds per check
+    # Research subagents at once: a sandbox per core, at least a repository's default.
+    subagent_concurrency: int = Field(
+        default_factory=lambda: max(DEFAULT_SUBAGENT_CONCURRENCY, os.cpu_count() or 1), ge=1)
     # GitHub: the App, its webhook, and who may trigger what.
     webhook_secret: str | None = None  # deliveries without a matching signature are refused
     insecure_dev_webhooks: bool = False  # accept unsigned deliveries (local development only)
@@ -214,6 +218,7 @@ class Settings(BaseSettings):
             max_log_bytes=self.max_log_bytes,
             check_concurrency=self.check_concurrency,
             check_timeout=self.check_timeout,
+            subagent_concurrency=self.subagent_concurrency,
         )
 
 

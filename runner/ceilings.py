@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from runner.budget import Budget, Limit, format_amount
-from runner.config import BudgetConfig, RepositoryConfig
+from runner.config import BudgetConfig, RepositoryConfig, ResearchConfig
 from verification.config import CheckConfig, VerifyConfig
 
 # Check timeouts named in one note at most; the rest are counted.
@@ -25,6 +25,7 @@ class Ceilings:
     budget: Budget = field(default_factory=Budget)  # RATCHET_BUDGET_*
     check_concurrency: int | None = None  # RATCHET_CHECK_CONCURRENCY
     check_timeout: float | None = None  # RATCHET_CHECK_TIMEOUT
+    subagent_concurrency: int | None = None  # RATCHET_SUBAGENT_CONCURRENCY
 
 
 def within_ceilings(config: RepositoryConfig,
@@ -33,8 +34,10 @@ def within_ceilings(config: RepositoryConfig,
     the repository asked more of. A ceiling also bounds what the repository leaves unset."""
     budget, notes = _budget(config, ceilings.budget)
     verify, verify_notes = _verify(config.verify, ceilings)
-    limited = config.model_copy(update={"budget": budget, "verify": verify})
-    return limited, (*notes, *verify_notes)
+    research, research_notes = _research(config.research, ceilings.subagent_concurrency)
+    limited = config.model_copy(update={"budget": budget, "verify": verify,
+                                        "research": research})
+    return limited, (*notes, *verify_notes, *research_notes)
 
 
 def _note(setting: str, asked: str, ceiling: str, variable: str) -> str:
@@ -55,6 +58,17 @@ def _budget(config: RepositoryConfig, ceiling: Budget) -> tuple[BudgetConfig, li
                                format_amount(limit, allowed),
                                f"RATCHET_BUDGET_{limit.value.upper()}"))
     return config.budget.model_copy(update=update), notes
+
+
+def _research(research: ResearchConfig,
+              most: int | None) -> tuple[ResearchConfig, list[str]]:
+    if most is None or research.concurrency <= most:
+        return research, []
+    notes = []
+    if "concurrency" in research.model_fields_set:
+        notes.append(_note("research.concurrency", f"{research.concurrency} subagents at once",
+                           str(most), "RATCHET_SUBAGENT_CONCURRENCY"))
+    return research.model_copy(update={"concurrency": most}), notes
 
 
 def _verify(verify: VerifyConfig, ceilings: Ceilings) -> tuple[VerifyConfig, list[str]]:

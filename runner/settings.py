@@ -47,6 +47,7 @@ class EngineSettings:
     # Ceilings on what a repository's config asks for (runner/ceilings.py); None: none.
     check_concurrency: int | None = None
     check_timeout: float | None = None
+    subagent_concurrency: int | None = None
     owner: str = field(
         default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
     )
@@ -55,7 +56,8 @@ class EngineSettings:
     def ceilings(self) -> Ceilings:
         """The service's limits a repository's config may lower, never raise."""
         return Ceilings(budget=self.budget, check_concurrency=self.check_concurrency,
-                        check_timeout=self.check_timeout)
+                        check_timeout=self.check_timeout,
+                        subagent_concurrency=self.subagent_concurrency)
 
     @property
     def limits(self) -> Limits:

@@ -7,7 +7,7 @@ from runner.ceilings import Ceilings, within_ceilings
 from runner.config import parse_repository_config
 
 CEILINGS = Ceilings(budget=Budget(max_cost_usd=5.0, max_agent_runs=10), check_concurrency=2,
-                    check_timeout=600.0)
+                    check_timeout=600.0, subagent_concurrency=4)
 
 
 def test_what_a_repository_asks_above_a_ceiling_is_lowered_with_one_note_each():
@@ -22,6 +22,7 @@ verify:
   workspaces:
     - path: web
       checks: [{id: e2e, run: "true", timeout: 601}]
+research: {concurrency: 16}
 """)
     limited, notes = within_ceilings(config, CEILINGS)
 
@@ -32,6 +33,7 @@ verify:
     assert limited.verify.timeout == 600
     assert [c.timeout for c in limited.verify.checks] == [600, 60]
     assert limited.verify.workspaces[0].checks[0].timeout == 600
+    assert limited.research.concurrency == 4
     assert notes == (
         "budget.max_cost_usd asks for $50.00, above the service's ceiling of $5.00"
         " (RATCHET_BUDGET_MAX_COST_USD); the run uses $5.00",
@@ -40,13 +42,17 @@ verify:
         "verify.timeout, verify.checks[unit].timeout, verify.workspaces[web].checks[e2e].timeout"
         " ask for longer than the service's ceiling of 600 s per check (RATCHET_CHECK_TIMEOUT);"
         " those checks run with 600 s",
+        "research.concurrency asks for 16 subagents at once, above the service's ceiling of 4"
+        " (RATCHET_SUBAGENT_CONCURRENCY); the run uses 4",
     )
 
 
 def test_a_ceiling_bounds_what_the_repository_leaves_unset_without_a_note():
     limited, notes = within_ceilings(parse_repository_config("verify: {}\n"),
-                                     Ceilings(check_concurrency=1, check_timeout=300.0))
+                                     Ceilings(check_concurrency=1, check_timeout=300.0,
+                                              subagent_concurrency=1))
     assert (limited.verify.concurrency, limited.verify.timeout, notes) == (1, 300, ())
+    assert limited.research.concurrency == 1
 
 
 def test_a_config_within_the_ceilings_is_kept_as_it_is():
