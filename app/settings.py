@@ -130,7 +130,7 @@ class Settings(BaseSettings):
     @field_validator("agent_network_allow", "repository_network_allow")
     @classmethod
     def _hosts(cls, value: str) -> str:
-        parse_hosts(value, setting="a host list")
+        parse_hosts(value)
         return value
 
     @field_validator("agent")
@@ -191,10 +191,8 @@ class Settings(BaseSettings):
         except ValueError as exc:
             raise SettingsError(f"invalid settings: {exc}") from None
         return NetworkSettings(
-            agent_allow=parse_hosts(self.agent_network_allow,
-                                    setting="RATCHET_AGENT_NETWORK_ALLOW"),
-            repository_allow=parse_hosts(self.repository_network_allow,
-                                         setting="RATCHET_REPOSITORY_NETWORK_ALLOW"),
+            agent_allow=parse_hosts(self.agent_network_allow),
+            repository_allow=parse_hosts(self.repository_network_allow),
             routes=routes,
         )
 

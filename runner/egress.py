@@ -227,6 +227,9 @@ class EgressProxy:
             body = None
             if method != "CONNECT":
                 body = _body_length(headers) - len(rest)
+                if body > 0 and any(k.lower() == "expect" and v.lower() == "100-continue"
+                                    for k, v in headers):
+                    client.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")  # upstream never sees it
                 rest = request + rest
             _relay(client, upstream, rest, body=body)
         except _Refused as refused:

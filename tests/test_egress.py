@@ -9,10 +9,14 @@ the agent holds a placeholder and the server receives the key; its events arrive
 
 from __future__ import annotations
 
+import datetime
 import http.server
+import ipaddress
 import json
 import os
 import socket
+import ssl
+import subprocess
 import sys
 import threading
 import uuid
@@ -20,11 +24,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
+from app.settings import SettingsError, load_settings
 from app.verify_cli import run_checks
 from runner.agents.base import AgentTask
 from runner.agents.command import CommandAgent
 from runner.config import read_repository_config
+from runner.egress import EgressProxy
 from runner.errors import DeterministicFailure
 from runner.network import PLACEHOLDER_KEY, NetworkPolicy, NetworkSettings, model_routes
 from runner.sandbox import Sandbox
@@ -110,7 +120,7 @@ class ModelServer:
                 server.requests.append({"path": self.path, "body": body.decode(),
                                         "x-api-key": self.headers.get("x-api-key") or "",
                                         "authorization": self.headers.get("authorization") or ""})
-                if self.path == "/ack":
+                if self.path.endswith("/ack"):
                     server.acknowledged.set()
                     self.send_response(204)
                     self.send_header("content-length", "0")
@@ -339,6 +349,19 @@ def test_the_policy_checks_names_then_resolved_addresses() -> None:
         assert "never reach" in str(policy.refusal(host, 80)), host
 
 
+def test_the_operator_settings_name_a_host_that_is_not_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RATCHET_AGENT_NETWORK_ALLOW", "pypi.org, https://evil.example")
+    with pytest.raises(SettingsError, match="RATCHET_AGENT_NETWORK_ALLOW: 'https://evil"):
+        load_settings()
+    monkeypatch.setenv("RATCHET_AGENT_NETWORK_ALLOW", "pypi.org, *.npmjs.org")
+    monkeypatch.setenv("RATCHET_REPOSITORY_NETWORK_ALLOW", "*")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    network = load_settings().engine_settings().network
+    assert (network.agent_allow, network.repository_allow) == (("pypi.org", "*.npmjs.org"), ("*",))
+    assert [route.name for route in network.routes] == ["anthropic"]
+
+
 def test_model_routes_come_from_the_operator_environment() -> None:
     assert model_routes({}) == ()
     (anthropic,) = model_routes({"ANTHROPIC_API_KEY": "k"})
@@ -349,3 +372,64 @@ def test_model_routes_come_from_the_operator_environment() -> None:
         "http://gw:8080/v1", (("authorization", "Bearer o"),), True, 8080)
     with pytest.raises(ValueError, match="ANTHROPIC_BASE_URL"):
         model_routes({"ANTHROPIC_BASE_URL": "file:///etc/passwd"})
+
+
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, as PEM files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName(
+            [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256()))
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+def test_an_openai_route_over_https_adds_the_bearer_key_and_streams(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cert_file, key_file = self_signed(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))  # the runner trusts the test's server
+    server = ModelServer()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    server.httpd.socket = context.wrap_socket(server.httpd.socket, server_side=True)
+    port = server.httpd.server_address[1]
+    secret = "sk-openai-" + uuid.uuid4().hex
+    routes = model_routes({"OPENAI_BASE_URL": f"https://127.0.0.1:{port}/v1",
+                           "OPENAI_API_KEY": secret})
+    client = r'''
+import os, urllib.request
+base = os.environ["OPENAI_BASE_URL"]
+request = urllib.request.Request(base + "/chat/completions", data=b'{"stream":true}',
+    headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
+response = urllib.request.urlopen(request, timeout=60)
+first = response.readline() + response.readline() + response.readline()
+urllib.request.urlopen(urllib.request.Request(base + "/ack", data=b"ack"), timeout=30)
+print(os.environ["OPENAI_API_KEY"], (first + response.read()).decode().replace("\n", "|"))
+'''
+    try:
+        with EgressProxy(NetworkSettings(routes=routes).for_agents((), ())) as proxy:
+            argv = Sandbox().command([sys.executable, "-c", client], cwd=Path("/"),
+                                     network=proxy.endpoint)
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                                  env={**os.environ, "OPENAI_API_KEY": secret})
+    finally:
+        server.httpd.shutdown()
+        server.httpd.server_close()
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(PLACEHOLDER_KEY + " ") and secret not in done.stdout
+    assert "data: first" in done.stdout and "data: streamed" in done.stdout
+    (message,) = [r for r in server.requests if r["path"] == "/v1/chat/completions"]
+    assert message["authorization"] == f"Bearer {secret}" and message["x-api-key"] == ""

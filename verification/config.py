@@ -110,8 +110,9 @@ def check_host_pattern(value: str) -> str:
         valid = valid or bool(ipaddress.ip_address(pattern))
     if not valid:
         raise ValueError(
-            f"{value!r} is not a host: give a name such as 'pypi.org', '*.pythonhosted.org' for"
-            " its subdomains, or '*' for any host (no scheme, port or path)"
+            f"{value.strip()!r} is not a host: give a name such as 'pypi.org',"
+            " '*.pythonhosted.org' for its subdomains, or '*' for any host (no scheme, port or"
+            " path)"
         )
     return pattern
 
