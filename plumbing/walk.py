@@ -81,17 +81,19 @@ def _look(entry: os.DirEntry[str], path: str, in_gitlink: bool, depth: int,
           max_depth: int) -> Finding | None:
     """The finding for one entry, from its name and ``lstat`` alone; None when it is fine."""
     if entry.name.lower() == ".git":
-        return Finding("nested_git", path, "a nested repository (.git), which git would read")
+        return Finding("nested_git", path,
+                       "a nested repository (.git), which git would read; no setting allows one")
     if in_gitlink:
-        return Finding("under_gitlink", path,
-                       "inside a submodule's folder, where git never records a file")
+        return Finding("under_gitlink", path, "inside a submodule's folder, where git never"
+                       " records a file; no setting allows it")
     try:
         info = entry.stat(follow_symlinks=False)
     except OSError as exc:
         return Finding("unreadable", path, _unreadable(exc))
     if stat.S_ISDIR(info.st_mode):
         if depth > max_depth:
-            return Finding("too_deep", path, f"folders nested deeper than {max_depth} levels")
+            return Finding("too_deep", path, f"folders nested deeper than {max_depth}"
+                           " levels; no setting allows that")
         return None
     if stat.S_ISREG(info.st_mode):
         if entry.name in _RULES_FILES and info.st_size > MAX_RULES_FILE_BYTES:
@@ -100,7 +102,7 @@ def _look(entry: os.DirEntry[str], path: str, in_gitlink: bool, depth: int,
         return None
     if stat.S_ISLNK(info.st_mode):
         return None
-    return Finding("special_file", path, "a FIFO, socket or device file")
+    return Finding("special_file", path, "a FIFO, socket or device file; no setting allows one")
 
 
 def _unreadable(exc: OSError) -> str:

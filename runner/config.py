@@ -26,8 +26,8 @@ from verification.config import (
 
 # Default for `limits.max_file_bytes`: the largest file a change may add to the worktree.
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
-# Defaults for `limits.max_change_bytes` and `limits.max_changed_files`: what one step may
-# change in all (added, changed and deleted files, ignored ones not counted).
+# Defaults for `limits.max_change_bytes` and `limits.max_changed_files`: how big a run's change
+# from its base may get (added, changed and deleted files; ignored ones not counted).
 DEFAULT_MAX_CHANGE_BYTES = 50 * 1024 * 1024
 DEFAULT_MAX_CHANGED_FILES = 2000
 
@@ -61,12 +61,13 @@ class RepairConfig(ConfigModel):
 
 
 class LimitsConfig(ConfigModel):
-    """The `limits` section: what one step may change in the repository.
+    """The `limits` section: how big a run's change to the repository may get.
 
     `max_file_bytes`: a step that leaves a file larger than this (default 10 MiB) is a policy
-    violation; so is one that changes more than `max_changed_files` files (default 2,000) or
-    more than `max_change_bytes` bytes in all (default 50 MiB). Sizes are read with lstat
-    before anything is hashed. Only parsed here; the runner enforces them.
+    violation; so is one after which the change from the base holds more than
+    `max_changed_files` files (default 2,000) or `max_change_bytes` bytes (default 50 MiB).
+    Sizes are read with lstat before anything is hashed. Only parsed here; the runner enforces
+    them.
     """
 
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1)

@@ -20,9 +20,12 @@ from runner.errors import (
     BudgetExhausted,
     CorruptArtifact,
     CorruptRecord,
+    DeterministicFailure,
     StepFailure,
     TransientFailure,
+    WorktreeError,
     WorktreeMismatch,
+    WorktreeTimedOut,
 )
 from runner.ledger.records import Change, NewEvent, Run
 from runner.names import EventType
@@ -64,6 +67,15 @@ def fail(run: Run, failure: StepFailure, *, during: str, limits: Limits, redact:
         return unchanged(run, events=tuple(events), artifacts=artifacts,
                          ready_at=now + decision.delay)
     return stop(run, decision.outcome, redact(decision.reason), events, artifacts)
+
+
+def workspace_failure(error: WorktreeError) -> StepFailure:
+    """A git operation on the run's mirror or worktree failed: transient (a fetch, a lock),
+    retried with backoff, unless git ran past its timeout and was killed: the same tree would
+    take as long again, so the step fails naming the command instead of retrying."""
+    if isinstance(error, WorktreeTimedOut):
+        return DeterministicFailure(f"workspace: {error}")
+    return TransientFailure(f"workspace: {error}")
 
 
 def distrust(run: Run, error: CorruptRecord | WorktreeMismatch) -> Change:

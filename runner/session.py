@@ -33,14 +33,12 @@ from runner.errors import (
     AuthorityFailure,
     BudgetExhausted,
     CorruptRecord,
-    DeterministicFailure,
     LedgerError,
     StaleWrite,
     StepFailure,
     TransientFailure,
     WorktreeError,
     WorktreeMismatch,
-    WorktreeTimedOut,
 )
 from runner.lease import Heartbeat
 from runner.ledger.records import Change, Checkpoint, EffectStatus, Lease, NewEvent, Run
@@ -161,10 +159,8 @@ class Session:
             self._reconcile(run)
         except (CorruptRecord, WorktreeMismatch) as exc:
             return self._distrust(run, exc)
-        except WorktreeTimedOut as exc:  # the same tree would take as long again
-            return self._fail(run, DeterministicFailure(f"workspace: {exc}"))
         except WorktreeError as exc:
-            return self._fail(run, TransientFailure(f"workspace: {exc}"))
+            return self._fail(run, failures.workspace_failure(exc))
         except StepFailure as failure:  # the forge gave git no credential (an outage, removed)
             return self._fail(run, failure)
         return None
@@ -320,10 +316,8 @@ class Session:
             return self._fail(run, failure)
         except WorktreeMismatch as exc:
             return self._distrust(run, exc)
-        except WorktreeTimedOut as exc:  # the same tree would take as long again
-            return self._fail(run, DeterministicFailure(f"workspace: {exc}"))
         except WorktreeError as exc:
-            return self._fail(run, TransientFailure(f"workspace: {exc}"))
+            return self._fail(run, failures.workspace_failure(exc))
         except Exception as exc:  # a bug: bounded by the same attempts as a transient failure
             log.exception("run %r step %r: unexpected error", run.id, run.step)
             return self._fail(run, TransientFailure(f"internal error in {run.step}: {exc!r}"))

@@ -408,9 +408,9 @@ class Worktrees:
 
     def inspect(self, worktree: Path, limits: ChangeLimits) -> list[Finding]:
         """What a step may not leave: first the ``hazards`` (then git is not run at all), else
-        entries added or changed since the tree was last rebuilt that are files over
-        ``max_file_bytes``, symlinks whose target leaves the worktree, or together more than
-        ``max_changed_files`` files or ``max_change_bytes`` bytes.
+        in the change from the base (earlier steps' share included) files over
+        ``max_file_bytes``, symlinks whose target leaves the worktree, or more than
+        ``max_changed_files`` files or ``max_change_bytes`` bytes in all.
 
         Runs before anything hashes the worktree: sizes come from ``lstat``, and git only
         lists names (ignored files do not count), so a 6 GB sparse file is refused by its size
@@ -424,6 +424,10 @@ class Worktrees:
         candidates = set(_paths(git, "ls-files", "-z", "--others", "--exclude-standard"))
         candidates.update(_paths(git, "diff-files", "-z", "--name-only", "--no-renames",
                                  "--ignore-submodules=all"))
+        # What earlier steps changed (the index holds the tree last rebuilt, HEAD the base):
+        # the limits bound the whole change the run would publish, not one step's share.
+        candidates.update(_paths(git, "diff-index", "-z", "--cached", "--name-only",
+                                 "--no-renames", "HEAD"))
         findings, sizes = [], {}
         for relative in sorted(candidates):
             size, finding = _inspect_entry(root, relative, limits.max_file_bytes)
@@ -655,7 +659,8 @@ def _inspect_entry(root: Path, relative: str, max_file_bytes: int
         return info.st_size, None
     if stat.S_ISDIR(info.st_mode):
         return 0, None
-    return 0, Finding("special_file", relative, "a FIFO, socket or device file")
+    return 0, Finding("special_file", relative,
+                      "a FIFO, socket or device file; no setting allows one")
 
 
 def _over_totals(sizes: dict[str, int], limits: ChangeLimits) -> list[Finding]:

@@ -12,15 +12,26 @@ import os
 import socket
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from plumbing.git import Git, GitTimedOut
 from plumbing.walk import MAX_DEPTH, remove, scan
+from runner import failures
 from runner.config import LimitsConfig
-from runner.worktrees import UnsafeWorktree, Worktrees
+from runner.decisions import Limits, decide_failure
+from runner.errors import (
+    DeterministicFailure,
+    TransientFailure,
+    WorktreeError,
+    WorktreeTimedOut,
+)
+from runner.workflow import Outcome, State
+from runner.worktrees import UnsafeWorktree, Worktrees, _run
 from tests.gitrepo import add_gitlink, git, make_repo, write_files
+from tests.test_decisions import run_in
 from verification.revisions import changed_files, diff_stat, open_repository
 
 SUBMODULE = "vendor/lib"
@@ -142,6 +153,26 @@ def test_a_git_call_past_its_timeout_is_killed_with_all_it_started(tmp_path):
     assert processes_marked(mark) == []  # git, the alias's shell and both sleeps are gone
 
 
+def test_a_git_timeout_on_a_worktree_fails_the_step_naming_the_command_without_retry(
+        tmp_path: Path, with_gitlink: Path) -> None:
+    """A real git killed at its timeout becomes a failure that stops the run (not a hang, not
+    a retry), naming the command; any other git failure stays transient."""
+    spaces, worktree, _ = checkout(tmp_path, with_gitlink)
+    slow = replace(spaces.git(worktree), timeout=0.5, config=("alias.slow=!sleep 30",))
+
+    with pytest.raises(WorktreeTimedOut) as caught:
+        _run(slow, "slow")
+    failure = failures.workspace_failure(caught.value)
+    decision = decide_failure(run_in(State.IMPLEMENT, "implement.1"), failure, Limits())
+
+    assert isinstance(failure, DeterministicFailure)
+    assert "`git slow` failed" in str(failure) and "within 0.5 s" in str(failure)
+    assert decision.outcome is Outcome.FAILED and "`git slow`" in decision.reason
+    with pytest.raises(WorktreeError) as other:
+        _run(spaces.git(worktree), "rev-parse", "--verify", "no-such-ref")
+    assert isinstance(failures.workspace_failure(other.value), TransientFailure)
+
+
 def test_default_timeouts_are_per_command_and_overridable(tmp_path):
     make_repo(tmp_path / "repo", {"a.txt": "a\n"})
     repo = Git(git_dir=tmp_path / "repo" / ".git", work_tree=tmp_path / "repo", timeout=30)
@@ -255,6 +286,20 @@ def test_changes_over_the_file_count_or_byte_total_are_refused_ignored_ones_not_
     assert "31 files changed" in found[0].detail and "limits.max_changed_files" in found[0].detail
     assert "3000 bytes" in found[1].detail and "limits.max_change_bytes" in found[1].detail
     assert spaces.inspect(worktree, LimitsConfig(max_changed_files=31)) == []
+
+
+def test_the_limits_bound_the_whole_change_from_the_base_not_one_steps_share(
+        tmp_path: Path, with_gitlink: Path) -> None:
+    spaces, worktree, base = checkout(tmp_path, with_gitlink)
+    write_files(worktree, {f"first/{n}.txt": "x" for n in range(20)})
+    checkpoint = spaces.snapshot(worktree, base)
+    spaces.restore(worktree, base, checkpoint.patch, checkpoint.tree)  # as the next step starts
+    write_files(worktree, {f"second/{n}.txt": "x" for n in range(15)})
+
+    found = spaces.inspect(worktree, LimitsConfig(max_changed_files=30))
+
+    assert [(f.kind, f.path) for f in found] == [("too_many_changes", "first")]
+    assert "35 files changed" in found[0].detail
 
 
 def test_a_1100_deep_tree_in_a_worktree_is_refused_and_removed_by_restore(
