@@ -182,7 +182,16 @@ class EgressProxy:
                 threading.Thread(target=self._receive, args=(control,), daemon=True).start()
 
     def _receive(self, control: socket.socket) -> None:
-        """Serve every connection the forwarder hands over (one file descriptor a message)."""
+        """Serve every connection the forwarder hands over (one file descriptor a message)
+        until it is gone."""
+        try:
+            self._serve_all(control)
+        finally:
+            with self._lock:
+                self._controls.discard(control)
+            control.close()
+
+    def _serve_all(self, control: socket.socket) -> None:
         while True:
             try:
                 data, fds, _, _ = socket.recv_fds(control, 16, 4)
@@ -299,15 +308,15 @@ class EgressProxy:
 
     def _refuse(self, client: socket.socket, control: socket.socket, refused: _Refused) -> None:
         sentence = refused.sentence.replace("\r", " ").replace("\n", " ")
-        if refused.blocked:
-            log.warning("egress %s: %s", self.label, sentence)
+        if refused.blocked:  # logged and kept once each; told into the log of each command
             with self._lock:
-                first = sentence not in self.blocked
-                if first and len(self.blocked) < MAX_BLOCKED:
+                first = sentence not in self.blocked and len(self.blocked) < MAX_BLOCKED
+                if first:
                     self.blocked.append(sentence)
             if first:
-                with contextlib.suppress(OSError):
-                    control.sendall(sentence.encode() + b"\n")
+                log.warning("egress %s: %s", self.label, sentence)
+            with contextlib.suppress(OSError):
+                control.sendall(sentence.encode() + b"\n")
         body = sentence.encode() + b"\n"
         reason = {400: "Bad Request", 403: "Forbidden", 404: "Not Found",
                   411: "Length Required"}.get(refused.status,
