@@ -211,8 +211,13 @@ class NetworkSettings:
 
     def for_agents(self, preset_hosts: Sequence[str],
                    requested: Sequence[str]) -> NetworkPolicy:
+        """Agents: a preset's model API host is reached directly only where no route adds a
+        key for it; with one, only through the route, so an agent cannot send the API its own
+        key (and the repository's code to an account of its choosing)."""
+        keyed = {route.host for route in self.routes if route.headers}
         return NetworkPolicy("agents", "agent.network.allow",
-                             allowed=(*preset_hosts, *self.agent_allow),
+                             allowed=(*(h for h in preset_hosts if h not in keyed),
+                                      *self.agent_allow),
                              requested=tuple(requested), bound=self.repository_allow,
                              routes=self.routes)
 

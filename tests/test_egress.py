@@ -362,6 +362,17 @@ def test_the_operator_settings_name_a_host_that_is_not_one(
     assert [route.name for route in network.routes] == ["anthropic"]
 
 
+def test_a_model_api_with_a_key_in_the_runner_is_reached_only_through_its_route() -> None:
+    preset = ("api.anthropic.com", "api.openai.com")
+    login = NetworkSettings().for_agents(preset, ())  # CLIs that hold their own login
+    assert login.refusal("api.anthropic.com", 443) is None
+    keyed = NetworkSettings(routes=model_routes({"ANTHROPIC_API_KEY": "k"})).for_agents(preset, ())
+    assert "blocked a connection to api.anthropic.com:443" in str(
+        keyed.refusal("api.anthropic.com", 443))
+    assert keyed.refusal("api.openai.com", 443) is None
+    assert keyed.route("anthropic") is not None
+
+
 def test_model_routes_come_from_the_operator_environment() -> None:
     assert model_routes({}) == ()
     (anthropic,) = model_routes({"ANTHROPIC_API_KEY": "k"})
