@@ -53,6 +53,9 @@ logger = logging.getLogger(__name__)
 # A revision evaluated against the source's current HEAD rather than the mirror's stale one.
 _HEAD_REV = re.compile(r"^HEAD(?=$|[~^])")
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+# Paths longer than this (bytes, relative) are not named to the kernel, whose limit for a whole
+# path (PATH_MAX, 4096 on Linux) includes the worktree's own.
+_LONGEST_PATH = 2048
 # The configuration of the agent's own .git (written by hand: no git runs on the agent's side).
 _AGENT_GIT_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
 
@@ -491,12 +494,7 @@ class Worktrees:
         Raises WorktreeMismatch naming both hashes when the rebuilt content differs, and
         GitCommandFailed when the patch does not apply.
         """
-        root = Path(worktree).resolve()
-        for hazard in self.hazards(worktree, limit=None):
-            if hazard.path != ".":  # the worktree itself unreadable: git says what is wrong
-                logger.info("removing %r from %r unread: %s", hazard.path, str(root),
-                            hazard.detail)
-                remove(root / hazard.path)
+        self._remove_hazards(worktree)
         git = self.git(worktree)
         _run(git, "reset", "--quiet", "--hard", base)
         _run(git, "clean", "-ffdxq")
@@ -513,6 +511,25 @@ class Worktrees:
         gitdir = self.git_dir_of(worktree)
         _init_agent_git(Path(worktree), gitdir, self.repository_objects(worktree).parent, base)
         logger.info("restored %r to tree %r", str(worktree), rebuilt)
+
+    def _remove_hazards(self, worktree: Path) -> None:
+        """Remove what git must not see, unread; the reset that follows rewrites whatever
+        tracked file went with it. A path too long to name (folders nested past PATH_MAX)
+        goes with its top-level folder."""
+        root = Path(worktree).resolve()
+        for hazard in self.hazards(worktree, limit=None):
+            if hazard.path == ".":  # the worktree itself unreadable: git says what is wrong
+                continue
+            path = hazard.path
+            if len(os.fsencode(path)) > _LONGEST_PATH:
+                path = path.split("/", 1)[0]
+            logger.info("removing %r from %r unread: %s", path, str(root), hazard.detail)
+            try:
+                remove(root / path)
+            except OSError as exc:
+                raise WorktreeError(
+                    f"could not remove {path} from {root}: {exc}; delete it by hand, then"
+                    " retry the run") from exc
 
     # -- publishing ----------------------------------------------------------------------------
 

@@ -37,18 +37,19 @@ from verification.revisions import changed_files, diff_stat, open_repository
 SUBMODULE = "vendor/lib"
 
 
-def deep_folders(root: Path, levels: int) -> Path:
-    """``root/d/d/...`` ``levels`` deep, made one level at a time (no recursion, short paths)."""
+def deep_folders(root: Path, levels: int, name: str = "d") -> Path:
+    """``root/d/d/...`` ``levels`` deep, made one level at a time (no recursion, and no path
+    longer than one name is ever given to the kernel)."""
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
         for _ in range(levels):
-            os.mkdir("d", dir_fd=fd)
-            child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.mkdir(name, dir_fd=fd)
+            child = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
             os.close(fd)
             fd = child
     finally:
         os.close(fd)
-    return root / "d"
+    return root / name
 
 
 def kinds(findings) -> dict[str, str]:
@@ -313,6 +314,20 @@ def test_a_1100_deep_tree_in_a_worktree_is_refused_and_removed_by_restore(
 
     assert finding.kind == "too_deep"
     assert not (worktree / "d").exists()
+
+
+def test_a_path_too_long_to_name_is_refused_and_removed_by_restore(
+        tmp_path: Path, with_gitlink: Path) -> None:
+    spaces, worktree, base = checkout(tmp_path, with_gitlink)
+    base_tree = spaces.tree_of(worktree)
+    deep_folders(worktree, 25, name="n" * 200)  # 5,000 bytes: past PATH_MAX, within the depth
+
+    [finding] = spaces.inspect(worktree, LIMITS)
+    spaces.restore(worktree, base, b"", base_tree)
+
+    assert finding.kind == "unreadable" and "too long" in finding.detail
+    assert not (worktree / ("n" * 200)).exists()
+    assert spaces.tree_of(worktree) == base_tree
 
 
 def test_a_worktree_with_a_submodule_snapshots_and_restores_keeping_the_gitlink(
