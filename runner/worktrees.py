@@ -123,7 +123,7 @@ class Snapshot:
 
 
 class ChangeLimits(Protocol):
-    """What one step may change (the repository config's ``limits`` section)."""
+    """How big a run's change may get (the repository config's ``limits`` section)."""
 
     max_file_bytes: int
     max_change_bytes: int
@@ -298,14 +298,6 @@ class Worktrees:
                 f"resolve the base revision again"
             )
 
-    def _gitlinks(self, worktree: Path) -> list[str]:
-        """The submodule paths of the worktree's base commit (its private HEAD), read from the
-        object store: git never reads the worktree for them."""
-        listing = _run(self.git(worktree), "ls-tree", "-r", "-z", "--full-tree", "HEAD")
-        names = listing.decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
-        return [entry.split("\t", 1)[1] for entry in names.split("\0")
-                if entry.startswith("160000 ")]
-
     @staticmethod
     def _has_commit(mirror: Path, rev: str) -> bool:
         result = Git(git_dir=mirror).run(
@@ -408,6 +400,14 @@ class Worktrees:
         base commit's tree, never the worktree."""
         root = Path(worktree).resolve()
         return scan(root, gitlinks=self._gitlinks(worktree), max_findings=limit)
+
+    def _gitlinks(self, worktree: Path) -> list[str]:
+        """The submodule paths of the worktree's base commit (its private HEAD), read from the
+        object store: git never reads the worktree for them."""
+        listing = _run(self.git(worktree), "ls-tree", "-r", "-z", "--full-tree", "HEAD")
+        names = listing.decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+        return [entry.split("\t", 1)[1] for entry in names.split("\0")
+                if entry.startswith("160000 ")]
 
     def inspect(self, worktree: Path, limits: ChangeLimits) -> list[Finding]:
         """What a step may not leave: first the ``hazards`` (then git is not run at all), else
