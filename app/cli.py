@@ -137,7 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     configure_parser(verify)
     verify.set_defaults(
         handler=lambda args, settings: run_verify(args, settings.sandbox_policy(),
-                                                  settings.network_settings()),
+                                                  settings.network_settings(),
+                                                  settings.check_env_names),
         needs_ledger=False,
     )
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from plumbing.environment import parse_names
 from plumbing.logfile import MIN_LOG_BYTES
 from runner.agents.command import MAX_LOG_BYTES, MAX_OUTPUT_BYTES
 from runner.agents.presets import PRESETS
@@ -19,7 +19,7 @@ from runner.faults import CrashPoints
 from runner.ledger import sqlite_path
 from runner.network import NetworkSettings, model_routes, parse_hosts
 from runner.redact import Redactor
-from runner.sandbox import Sandbox, SandboxMode
+from runner.sandbox import PRIVATE_FOLDERS, Sandbox, SandboxMode
 from runner.settings import EngineSettings
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,12 @@ class Settings(BaseSettings):
     approval_timeout: float = _seconds(7 * 24 * 3600.0)
     max_attempts: int = Field(5, ge=1)
     sandbox: SandboxMode = SandboxMode.BWRAP  # bwrap, or none (unconfined: not recommended)
-    sandbox_rw: str = ""  # colon-separated folders agents and checks may write (tool caches)
+    sandbox_rw: str = ""  # colon-separated cache folders every agent may write (never checks)
+    sandbox_ro: str = ""  # colon-separated tool folders agents and checks see read-only
+    # What of the runner's environment agents and checks get (plumbing/environment.py).
+    agent_env: str = ""  # comma-separated variables every agent gets (its model API key)
+    check_env: str = ""  # comma-separated variables checks get when verify.env asks for them
+    agent_home_seed: str = ""  # colon-separated CLI config paths copied into each agent's HOME
     # Egress (runner/network.py): hosts every agent may reach besides its model API, and the
     # hosts a repository's agent.network.allow or verify.network may open (`*`: any).
     agent_network_allow: str = ""
@@ -133,6 +138,20 @@ class Settings(BaseSettings):
         parse_hosts(value)
         return value
 
+    @field_validator("agent_env", "check_env")
+    @classmethod
+    def _variable_names(cls, value: str) -> str:
+        parse_names(value)  # ValueError naming the word
+        return value
+
+    @field_validator("agent_home_seed", "sandbox_ro")
+    @classmethod
+    def _seed_paths(cls, value: str) -> str:
+        for path in filter(None, value.split(":")):
+            if not Path(path).expanduser().is_absolute():
+                raise ValueError(f"{path!r} is not an absolute path (or one under ~)")
+        return value
+
     @field_validator("agent")
     @classmethod
     def _known_preset(cls, value: str | None, info: ValidationInfo) -> str | None:
@@ -164,6 +183,19 @@ class Settings(BaseSettings):
     def allowed_bot_logins(self) -> frozenset[str]:
         return frozenset(login.strip() for login in self.allowed_bots.split(",") if login.strip())
 
+    @property
+    def agent_env_names(self) -> tuple[str, ...]:
+        return parse_names(self.agent_env)
+
+    @property
+    def check_env_names(self) -> tuple[str, ...]:
+        return parse_names(self.check_env)
+
+    @property
+    def home_seed(self) -> tuple[Path, ...]:
+        """The CLI config paths copied into each agent's fresh HOME (``~`` expanded)."""
+        return tuple(Path(p).expanduser() for p in self.agent_home_seed.split(":") if p)
+
     def sandbox_policy(self) -> Sandbox:
         """Where agents and checks run: Ratchet's home and secret files are never visible."""
         hidden = [self.home]
@@ -174,14 +206,20 @@ class Settings(BaseSettings):
             hidden += [ledger, ledger.with_name(ledger.name + "-wal"),
                        ledger.with_name(ledger.name + "-shm")]
         shared = tuple(Path(p) for p in self.sandbox_rw.split(":") if p)
+        tools = tuple(Path(p).expanduser() for p in self.sandbox_ro.split(":") if p)
+        for name, folders in (("RATCHET_SANDBOX_RW", shared), ("RATCHET_SANDBOX_RO", tools)):
+            for folder in folders:
+                problem = _folder_problem(folder, self.home_seed)
+                if problem:
+                    raise SettingsError(f"invalid settings: {name}: {problem}")
         if self.sandbox is SandboxMode.NONE:
             log.warning("RATCHET_SANDBOX=none: agents and checks run unconfined and can read "
                         "Ratchet's settings and ledger; each run records this in its evidence")
         try:
-            return Sandbox(mode=self.sandbox, hidden=tuple(hidden), shared=shared,
+            return Sandbox(mode=self.sandbox, hidden=tuple(hidden), shared=shared, tools=tools,
                            remedy=SANDBOX_REMEDY)
         except ValueError as exc:
-            raise SettingsError(f"invalid settings: RATCHET_SANDBOX_RW: {exc}") from None
+            raise SettingsError(f"invalid settings: {exc}") from None
 
     def network_settings(self) -> NetworkSettings:
         """Where agents and checks may connect; the model API routes come from this process's
@@ -203,7 +241,9 @@ class Settings(BaseSettings):
             agent_timeout=self.agent_timeout,
             approval_timeout=self.approval_timeout,
             max_attempts=self.max_attempts,
-            child_env=child_environment(os.environ),
+            agent_env=self.agent_env_names,
+            check_env=self.check_env_names,
+            agent_home_seed=self.home_seed,
             redact=Redactor.from_environment(os.environ,
                                              urls=(self.store_url, self.broker_url)),
             default_agent_command=self.agent_command,
@@ -236,7 +276,21 @@ def load_settings() -> Settings:
         raise SettingsError(f"invalid settings: {problems}") from None
 
 
-def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment of agents and checks: ours without Ratchet's own (possibly secret)
-    settings."""
-    return {k: v for k, v in environ.items() if not k.startswith(_PREFIX)}
+def _folder_problem(folder: Path, seeds: tuple[Path, ...]) -> str | None:
+    """Why ``folder`` must not be shown to every agent (or check), or None: never the runner's
+    whole home, and never a CLI's config, which is only ever copied (what one agent writes in
+    a shared folder, every later agent reads)."""
+    host_home = Path.home()
+    if host_home.is_relative_to(folder):
+        return (f"{folder} holds the runner's home {host_home}; name the tool's or the cache's"
+                " own folder (e.g. ~/.cargo, ~/.cache/pip)")
+    for private in PRIVATE_FOLDERS:
+        if Path(private).is_relative_to(folder):
+            return (f"{folder} holds {private}, where host services keep their sockets; name"
+                    " the tool's or the cache's own folder")
+    for seed in seeds:
+        if seed.is_relative_to(folder) or folder.is_relative_to(seed):
+            return (f"{folder} overlaps the seeded CLI config {seed}: a config an agent can"
+                    " write reaches every later agent; seed it with RATCHET_AGENT_HOME_SEED"
+                    " only")
+    return None

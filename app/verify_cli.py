@@ -15,10 +15,10 @@ import hashlib
 import json
 import os
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from app.settings import child_environment
 from plumbing.git import GitError
 from runner.config import read_repository_config
 from runner.egress import egress
@@ -78,7 +78,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_verify(args: argparse.Namespace, sandbox: Sandbox, network: NetworkSettings) -> int:
+def run_verify(args: argparse.Namespace, sandbox: Sandbox, network: NetworkSettings,
+               allowed_env: Collection[str] = ()) -> int:
     """Run `ratchet verify` with parsed arguments; return the exit status.
 
     Checks run in ``sandbox`` (the repository's code is untrusted: a pull request's, in CI),
@@ -117,7 +118,7 @@ def run_verify(args: argparse.Namespace, sandbox: Sandbox, network: NetworkSetti
         return planned_status
 
     try:
-        bundle = run_checks(verification, sandbox, network)
+        bundle = run_checks(verification, sandbox, network, allowed_env)
         if args.bundle is not None:
             bundle = write_bundle(args.bundle, bundle)
     except (RevisionError, GitError, SandboxUnavailable, OSError) as exc:
@@ -135,13 +136,14 @@ def run_verify(args: argparse.Namespace, sandbox: Sandbox, network: NetworkSetti
 
 
 def run_checks(verification: Verification, sandbox: Sandbox,
-               network: NetworkSettings) -> EvidenceBundle:
-    """Run a planned verification as `ratchet verify` does: with this process's environment
-    (less Ratchet's settings), one progress line on stderr per finished check, the network
-    through an egress proxy (a blocked connection is a line in its check's log)."""
+               network: NetworkSettings, allowed_env: Collection[str] = ()) -> EvidenceBundle:
+    """Run a planned verification as `ratchet verify` does: checks get PATH and the locale of
+    this process's environment, and of what the repository's verify.env asks for, what
+    ``allowed_env`` (RATCHET_CHECK_ENV) allows; one progress line on stderr per finished check;
+    the network through an egress proxy (a blocked connection is a line in its check's log)."""
     policy = network.for_checks(verification.config.network) if sandbox.confined else None
     with egress(policy, label="verify") as proxy:
-        return verification.run(sandbox, env=child_environment(os.environ),
+        return verification.run(sandbox, host_env=os.environ, allowed_env=allowed_env,
                                 on_result=_Progress(len(verification.plan.checks)),
                                 network=proxy.endpoint if proxy else None)
 

@@ -12,13 +12,12 @@ leftovers (``runner/recovery.py``), the steps (``runner/steps/``), pure decision
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from runner.agents.base import Agent
-from runner.agents.command import CommandAgent
+from runner.agents.command import CommandAgent, agent_environment
 from runner.agents.presets import preset
 from runner.effects import EffectExecutor
 from runner.errors import DeterministicFailure
@@ -79,7 +78,7 @@ class Engine:
         return create_local_run(
             self.store, self.worktrees, repo, title=title, body=body,
             agent_command=agent_command, agent=agent, runs_root=self.settings.home / "runs",
-            agent_path=(self.settings.child_env or os.environ).get("PATH"),
+            agent_path=self.settings.environ.get("PATH"),
         )
 
     def signal(self, run_id: str, kind: SignalKind, *, author: str,
@@ -108,20 +107,24 @@ class Engine:
         if not command and not name:
             command = self.settings.default_agent_command
             name = None if command else self.settings.default_agent
+        settings = self.settings
         if name:
             chosen = preset(name)
-            return CommandAgent(chosen.templates, env=self.settings.child_env,
-                                sandbox=self.settings.sandbox,
-                                max_output_bytes=self.settings.max_output_bytes,
-                                max_log_bytes=self.settings.max_log_bytes,
+            return CommandAgent(chosen.templates,
+                                env=agent_environment(settings.environ,
+                                                      (*chosen.env, *settings.agent_env)),
+                                sandbox=settings.sandbox,
+                                max_output_bytes=settings.max_output_bytes,
+                                max_log_bytes=settings.max_log_bytes,
                                 parse_usage=chosen.parse_usage,
                                 install_hint=chosen.install_hint,
-                                network=self.settings.network, hosts=chosen.hosts)
+                                network=settings.network, hosts=chosen.hosts,
+                                home_seed=settings.agent_home_seed)
         if not command:
             raise DeterministicFailure(
                 f"run {run.id} has no agent command; give it one, then retry the run"
             )
-        return CommandAgent(command, env=self.settings.child_env, sandbox=self.settings.sandbox,
-                            max_output_bytes=self.settings.max_output_bytes,
-                            max_log_bytes=self.settings.max_log_bytes,
-                            network=self.settings.network)
+        return CommandAgent(command, env=agent_environment(settings.environ, settings.agent_env),
+                            sandbox=settings.sandbox, max_output_bytes=settings.max_output_bytes,
+                            max_log_bytes=settings.max_log_bytes, network=settings.network,
+                            home_seed=settings.agent_home_seed)

@@ -1,15 +1,19 @@
 """The sandbox agents and checks run in: bubblewrap, or nothing when an operator opts out.
 
 Agents and checks are untrusted code. Under ``bwrap`` (https://github.com/containers/bubblewrap)
-each one sees the host's filesystem read-only, its worktree and output folder read-write, a
-private ``/tmp``, declared tool folders read-write, and nothing of Ratchet's home (ledger,
-mirrors, other runs, scratch) or of the files that hold its secrets, and no host service's
-Unix socket under ``/run``. It runs in PID, IPC and UTS namespaces of its own: it cannot see
-the runner in ``/proc``, and when its first process ends the kernel ends every descendant,
-``setsid`` or not. ``--die-with-parent`` ends it with the runner. Its network namespace is its
-own too (loopback only): the way out, if any, is the egress proxy the caller runs
-(``runner/egress.py``), reached through the ``network`` endpoint's socket and the forwarder it
-wraps the command in.
+each one sees the host's filesystem by allowlist: the system folders (``SYSTEM_FOLDERS``) and
+the runner's own Python read-only, with the host's password hashes and private keys masked
+(``SECRET_FILES``); the operator's tool folders read-only (RATCHET_SANDBOX_RO); what its caller
+binds (its worktree and output folder read-write, a prompt read-only); and private, empty
+``/tmp``, ``/var/tmp`` and ``/run``. Nothing else exists in there: not the runner user's home or
+``/root``, not ``/home``, not the Unix sockets of host services under ``/run`` or ``/tmp``, and
+nothing of Ratchet's home (ledger, mirrors, other runs, scratch) or of the files that hold its
+secrets, even where a declared folder contains them. It runs in PID, IPC and UTS namespaces of
+its own: it cannot see the runner in ``/proc``, and when its first process ends the kernel ends
+every descendant, ``setsid`` or not. ``--die-with-parent`` ends it with the runner. Its network
+namespace is its own too (loopback only): the way out, if any, is the egress proxy the caller
+runs (``runner/egress.py``), reached through the ``network`` endpoint's socket and the
+forwarder it wraps the command in.
 
 ``Sandbox.command`` only builds an argv; the caller runs it (its own process group, timeouts).
 """
@@ -17,9 +21,12 @@ wraps the command in.
 from __future__ import annotations
 
 import functools
+import glob
 import logging
+import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -33,6 +40,12 @@ log = logging.getLogger(__name__)
 # Folders every sandbox gets empty and private (tmpfs). /run holds the host services' Unix
 # sockets (PostgreSQL, Docker, D-Bus): a network namespace does not hide those.
 PRIVATE_FOLDERS = ("/tmp", "/var/tmp", "/run")
+# The host's folders every sandbox sees read-only: programs, libraries, their configuration.
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
+                  "/opt")
+# Secrets inside them, masked (globs): password hashes, host keys, TLS private keys.
+SECRET_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+                "/etc/ssh/ssh_host_*_key", "/etc/ssl/private")
 
 
 class SandboxMode(StrEnum):
@@ -49,25 +62,30 @@ class Sandbox:
     """How agents and checks are confined on this host.
 
     ``hidden``: paths never visible inside (Ratchet's home, the ledger file, key files).
-    ``shared``: tool folders an agent CLI must write outside its worktree (its config and
-    cache), bound read-write for agents and checks. ``remedy`` is appended to the error
+    ``shared``: cache folders the operator lets every agent write (RATCHET_SANDBOX_RW); the
+    agent binds them itself, checks never get them. ``tools``: folders the operator shows
+    every agent and check read-only (RATCHET_SANDBOX_RO: a toolchain outside the system
+    folders, such as ``~/.cargo``). ``remedy`` is appended to the error
     when bubblewrap is missing: how to install it or opt out, in the operator's words.
     """
 
     mode: SandboxMode = SandboxMode.BWRAP
     hidden: tuple[Path, ...] = ()
     shared: tuple[Path, ...] = ()
+    tools: tuple[Path, ...] = ()
     remedy: str = "install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap)"
     program: str = "bwrap"
 
     def __post_init__(self) -> None:
-        for folder in self.shared:
-            for hidden in self.hidden:
-                if folder.resolve().is_relative_to(hidden.resolve()):
-                    raise ValueError(
-                        f"shared folder {folder} is inside {hidden}, which agents must never "
-                        f"see; declare a folder outside it"
-                    )
+        for setting, folders in (("RATCHET_SANDBOX_RW", self.shared),
+                                 ("RATCHET_SANDBOX_RO", self.tools)):
+            for folder in folders:
+                for hidden in self.hidden:
+                    if folder.resolve().is_relative_to(hidden.resolve()):
+                        raise ValueError(
+                            f"{setting}: {folder} is inside {hidden}, which agents and checks"
+                            f" must never see; declare a folder outside it"
+                        )
 
     @property
     def confined(self) -> bool:
@@ -79,12 +97,19 @@ class Sandbox:
         return any(path.is_relative_to(hidden) for hidden in self.hidden)
 
     def masks(self, path: Path) -> bool:
-        """Whether ``path`` is out of sight inside (a private folder or a hidden path)."""
+        """Whether ``path`` is out of sight inside: outside every folder shown, or in a
+        private folder, a secret or a hidden path."""
         if not self.confined:
             return False
-        masked = [Path(folder) for folder in PRIVATE_FOLDERS] + list(self.hidden)
-        shared = any(path.is_relative_to(folder) for folder in self.shared)
-        return not shared and any(path.is_relative_to(folder) for folder in masked)
+        masked = [Path(folder) for folder in (*PRIVATE_FOLDERS, *_secrets())] + list(self.hidden)
+        if any(path.is_relative_to(folder) for folder in masked):
+            return True
+        return not any(path.is_relative_to(folder) for folder in self.visible())
+
+    def visible(self) -> tuple[Path, ...]:
+        """The host folders every sandbox shows read-only: system folders, the runner's
+        Python, the operator's tool folders."""
+        return (*(Path(folder) for folder in SYSTEM_FOLDERS), *_python_prefixes(), *self.tools)
 
     def check(self) -> None:
         """Raise ``SandboxUnavailable`` when this sandbox cannot start processes here."""
@@ -116,12 +141,15 @@ class Sandbox:
             return list(argv)
         self.check()
         args = [*(network.launcher() if network else ()), self.program,
-                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+                "--dev", "/dev", "--proc", "/proc"]
         for folder in PRIVATE_FOLDERS:
-            if Path(folder).is_dir():
-                args += ["--tmpfs", folder]
-        for folder in self.shared:
-            args += ["--bind-try", str(folder), str(folder)]
+            args += ["--tmpfs", folder]
+        for folder in self.visible():  # after the private folders: a venv in /tmp shows
+            args += _show(folder)
+        args += _resolver()
+        for path in _secrets():
+            args += (["--tmpfs", str(path)] if path.is_dir()
+                     else ["--ro-bind", "/dev/null", str(path)])
         folders = [path for path in self.hidden if path.is_dir()]
         for path in self.hidden:
             if any(path != folder and path.is_relative_to(folder) for folder in folders):
@@ -143,6 +171,36 @@ class Sandbox:
             "--unshare-net", "--die-with-parent", "--new-session",
         ]
         return [*args, "--", *argv]
+
+
+def _show(folder: Path) -> list[str]:
+    """The bwrap arguments that show ``folder`` read-only at its own path: a symlink as the
+    same symlink (``/bin`` -> ``usr/bin``), a missing folder not at all."""
+    if folder.is_symlink() and str(folder) in SYSTEM_FOLDERS:
+        return ["--symlink", os.readlink(folder), str(folder)]
+    return ["--ro-bind-try", str(folder), str(folder)]
+
+
+def _resolver() -> list[str]:
+    """The resolver configuration where ``/etc/resolv.conf`` points outside ``/etc``
+    (systemd-resolved's, under the private ``/run``), shown read-only."""
+    resolver = Path(os.path.realpath("/etc/resolv.conf"))
+    if resolver.is_relative_to("/etc") or not resolver.is_file():
+        return []
+    return ["--ro-bind", str(resolver), str(resolver)]
+
+
+def _secrets() -> list[Path]:
+    """The secret files and folders of ``SECRET_FILES`` present on this host."""
+    return [Path(path) for pattern in SECRET_FILES for path in sorted(glob.glob(pattern))]
+
+
+@functools.cache
+def _python_prefixes() -> tuple[Path, ...]:
+    """Where the runner's Python lives (its virtual environment and the installation under
+    it): agents and checks may run that interpreter, as Ratchet's own scripts do."""
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    return tuple(sorted({Path(os.path.realpath(prefix)) for prefix in prefixes}))
 
 
 @functools.cache

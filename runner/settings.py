@@ -34,7 +34,13 @@ class EngineSettings:
     max_attempts: int = 5  # per step, for transient failures
     backoff_base: float = 1.0
     backoff_max: float = 60.0
-    child_env: Mapping[str, str] | None = None  # environment of agents and checks
+    # The runner's environment (None: this process's). Agents and checks never inherit it:
+    # they get PATH and the locale, plus the names allowed here (runner/agents/command.py,
+    # verification/execute.py).
+    host_env: Mapping[str, str] | None = None
+    agent_env: tuple[str, ...] = ()  # variables every agent gets (RATCHET_AGENT_ENV)
+    check_env: tuple[str, ...] = ()  # variables checks may get if asked (RATCHET_CHECK_ENV)
+    agent_home_seed: tuple[Path, ...] = ()  # copied into each agent's fresh HOME
     redact: Redactor = NO_REDACTION
     default_agent_command: str | None = None
     default_agent: str | None = None  # a preset of runner/agents/presets.py
@@ -58,6 +64,10 @@ class EngineSettings:
         return Ceilings(budget=self.budget, check_concurrency=self.check_concurrency,
                         check_timeout=self.check_timeout,
                         subagent_concurrency=self.subagent_concurrency)
+
+    @property
+    def environ(self) -> Mapping[str, str]:
+        return os.environ if self.host_env is None else self.host_env
 
     @property
     def limits(self) -> Limits:

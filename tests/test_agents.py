@@ -135,7 +135,10 @@ def test_environment_cwd_and_stdin(tmp_path: Path) -> None:
 
     agent.run(task)
 
-    assert json.loads(task.output.read_text()) == {
+    dump = json.loads(task.output.read_text())
+    home = Path(dump.pop("HOME"))  # a fresh folder of the step's, removed when it ended
+    assert home.parent == task.log_file.parent and not home.exists()
+    assert dump == {
         "RATCHET_RUN_ID": "run-1",
         "RATCHET_PHASE": "research",
         "RATCHET_STEP": "research.1",
@@ -200,6 +203,7 @@ def test_other_exit_is_deterministic_with_the_log_tail(tmp_path: Path) -> None:
         import sys
         for i in range(5000):
             print(f"line {i}")
+        sys.stdout.flush()
         print("fatal: the end", file=sys.stderr)
         sys.exit(3)
         """,

@@ -78,6 +78,10 @@ def test_a_hostile_config_is_refused_at_run_naming_the_file(tmp_path: Path) -> N
     ("RATCHET_LEASE_SECONDS", "0.5", ("RATCHET_LEASE_SECONDS", "1")),
     ("RATCHET_LEASE_SECONDS", "90000", ("RATCHET_LEASE_SECONDS", "86400")),
     ("RATCHET_SANDBOX", "docker", ("RATCHET_SANDBOX", "bwrap")),
+    ("RATCHET_AGENT_ENV", "ANTHROPIC_API_KEY,RATCHET_STORE_URL",
+     ("RATCHET_AGENT_ENV", "RATCHET_STORE_URL configures Ratchet")),
+    ("RATCHET_CHECK_ENV", "HOME", ("RATCHET_CHECK_ENV", "HOME is set by Ratchet")),
+    ("RATCHET_AGENT_HOME_SEED", ".claude", ("RATCHET_AGENT_HOME_SEED", "not an absolute path")),
 ])
 def test_bad_settings_are_one_line_errors(tmp_path: Path, variable: str, value: str,
                                           words: tuple[str, ...]) -> None:
@@ -92,6 +96,22 @@ def test_a_home_that_is_a_file_or_a_shared_folder_inside_it_is_refused(tmp_path:
     inside = ratchet(home, "verify", "--repo", str(tmp_path),
                      env={"RATCHET_SANDBOX_RW": str(home / "cache")})
     assert_refused(inside, "RATCHET_SANDBOX_RW", "inside")
+
+
+def test_a_shared_or_tool_folder_that_holds_a_cli_config_a_home_or_tmp_is_refused(
+        tmp_path: Path) -> None:
+    """A folder every agent writes must never be one a CLI reads its config from: a hook
+    planted there would run in every later agent."""
+    seeded = ratchet(tmp_path / "home", "verify", "--repo", str(tmp_path), env={
+        "RATCHET_AGENT_HOME_SEED": str(tmp_path / "cli" / ".claude"),
+        "RATCHET_SANDBOX_RW": str(tmp_path / "cli")})
+    assert_refused(seeded, "RATCHET_SANDBOX_RW", "overlaps the seeded CLI config")
+    shown = ratchet(tmp_path / "home", "verify", "--repo", str(tmp_path),
+                    env={"RATCHET_SANDBOX_RO": "/"})
+    assert_refused(shown, "RATCHET_SANDBOX_RO", "holds the runner's home")
+    private = ratchet(tmp_path / "home", "verify", "--repo", str(tmp_path),
+                      env={"RATCHET_SANDBOX_RO": "/run"})
+    assert_refused(private, "RATCHET_SANDBOX_RO", "sockets")
 
 
 def test_export_into_a_file_and_approve_without_a_hash_are_refused(tmp_path: Path) -> None:

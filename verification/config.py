@@ -31,6 +31,7 @@ from typing import Any, Literal, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from plumbing.environment import name_problem
 from plumbing.files import UnsafePath, read_beneath
 from plumbing.git import Git, GitError
 
@@ -182,15 +183,18 @@ class VerifyConfig(ConfigModel):
     `network`: the hosts checks may reach through the egress proxy (`[pypi.org,
     files.pythonhosted.org]`); `true` means any host the operator lets a repository open
     (RATCHET_REPOSITORY_NETWORK_ALLOW), `false` (the default) none. Loopback, link-local and
-    private addresses are never reachable (``runner/network.py``). `ignore` lists glob patterns
-    (gitignore's reading: `scripts/`, `*.sh`, `tools/**/*.py`) of files no check needs to
-    cover: a change to them alone concludes `success` instead of `neutral` ("nothing verifies
-    this change").
+    private addresses are never reachable (``runner/network.py``). `env` names variables of the
+    runner's environment the checks need (a registry token); each reaches them only if the
+    operator allows it too (RATCHET_CHECK_ENV), else the evidence says it was withheld.
+    `ignore` lists glob patterns (gitignore's reading: `scripts/`, `*.sh`, `tools/**/*.py`) of
+    files no check needs to cover: a change to them alone concludes `success` instead of
+    `neutral` ("nothing verifies this change").
     """
 
     concurrency: int | None = Field(default=None, ge=1)
     timeout: float = Field(default=900, gt=0)
     network: bool | list[str] = False
+    env: list[str] = []
     checks: list[CheckConfig] = []
     workspaces: list[WorkspaceConfig] = []
     ignore: list[str] = []
@@ -203,6 +207,15 @@ class VerifyConfig(ConfigModel):
         if isinstance(value, list) and all(isinstance(host, str) for host in value):
             return [check_host_pattern(host) for host in value]
         raise ValueError("give true, false or a list of hosts, e.g. [pypi.org]")
+
+    @field_validator("env")
+    @classmethod
+    def _variable_names(cls, names: list[str]) -> list[str]:
+        for name in names:
+            problem = name_problem(name)
+            if problem:
+                raise ValueError(problem)
+        return names
 
     @field_validator("ignore")
     @classmethod

@@ -9,8 +9,12 @@ check past its timeout has its whole process group sent SIGTERM, then SIGKILL, s
 spawned die with it. Results reach the caller one at a time, on the caller's own thread, so the
 caller can persist each in a database connection that belongs to that thread.
 
-The environment of each check gains `RATCHET_JUNIT` (a file the check may write JUnit XML to;
-the detected pytest check does), `RATCHET_CHECK` (its key) and `RATCHET_WORKSPACE`.
+Checks get no secrets: their environment is built by allowlist (`check_environment`: PATH,
+the locale, and only the variables the repository's `verify.env` asks for AND the operator
+allows), with `HOME` a fresh empty folder of the plan's scratch (removed after it) and `TMPDIR`
+the sandbox's private `/tmp`. A variable asked for but not allowed is withheld, and every log
+of the plan says so. Each check also gains `RATCHET_JUNIT` (a file the check may write JUnit
+XML to; the detected pytest check does), `RATCHET_CHECK` (its key) and `RATCHET_WORKSPACE`.
 
 Checks are untrusted code: the caller passes a `Confine` that wraps each command (the runner's
 sandbox); the root and the scratch folder holding the JUnit files are its writable folders.
@@ -26,12 +30,13 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import IO, Any, Literal, Protocol
 
+from plumbing.environment import base_environment, pick
 from plumbing.files import UnsafePath, read_beneath
 from plumbing.process import signal_group, stop_group
 from verification.capture import LogCapture
@@ -50,6 +55,23 @@ DRAIN_TIMEOUT_S = 2.0
 SHELL_NOT_FOUND = 127
 # Largest JUnit report read; a larger one is ignored with a note in the log.
 MAX_JUNIT_BYTES = 32 << 20
+
+
+def check_environment(
+    host: Mapping[str, str], requested: Sequence[str], allowed: Collection[str]
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The environment checks run with, and a note for each variable withheld.
+
+    ``host`` is the runner's environment; ``requested`` the names the repository's
+    ``verify.env`` lists; ``allowed`` the names the operator allows (RATCHET_CHECK_ENV).
+    """
+    granted = [name for name in requested if name in allowed]
+    notes = tuple(
+        f"the repository asks for {name} in verify.env, but the operator does not allow it"
+        f" (RATCHET_CHECK_ENV), so the checks run without it"
+        for name in requested if name not in allowed
+    )
+    return {**base_environment(host), **pick(host, granted)}, notes
 
 
 class Confine(Protocol):
@@ -137,18 +159,22 @@ def execute_plan(
     env: Mapping[str, str] | None = None,
     confine: Confine = unconfined,
     max_log_bytes: int | None = None,
+    notes: Sequence[str] = (),
 ) -> list[CheckResult]:
     """Run every check of `plan` under `root`; return the results in plan order.
 
     `reuse(check)` may return an earlier result (the caller looks up a passed one for the same
     tree hash and check); that check is not run and its result is reported with `reused=True`.
     `on_result` is called on this thread, in completion order. `redact` is applied to log text
-    before it is stored in a result; hashes and sizes are of the raw output. `env` replaces the
-    inherited environment (default: `os.environ`). `confine` wraps every command.
-    `max_log_bytes` lowers the cap on each log kept (`LogCapture.within`).
+    before it is stored in a result; hashes and sizes are of the raw output. `env` is the
+    checks' environment before HOME and TMPDIR (default: `check_environment` of this process's,
+    nothing requested). `confine` wraps every command. `max_log_bytes` lowers the cap on each
+    log kept (`LogCapture.within`). Each of `notes` starts every log.
     """
-    runner = _Runner(root, dict(os.environ if env is None else env), redact or (lambda s: s),
-                     confine, plan.folder, max_log_bytes)
+    if env is None:
+        env, _ = check_environment(os.environ, (), ())
+    runner = _Runner(root, dict(env), redact or (lambda s: s), confine, plan.folder,
+                     max_log_bytes, notes)
     results: dict[str, CheckResult] = {}
 
     def report(result: CheckResult) -> None:
@@ -184,6 +210,11 @@ def execute_plan(
         ) as pool,
     ):
         runner.scratch = Path(scratch)
+        # A fresh, empty home: nothing of the runner's (its tool configs, its keys) and
+        # nothing an earlier run left; removed with the scratch.
+        home = runner.scratch / "home"
+        home.mkdir()
+        runner.env.update(HOME=str(home), TMPDIR="/tmp")
         futures: dict[Future[Any], tuple[str, str, int]] = {}  # (what, name, plan order)
         outcomes: dict[str, CheckResult | None] = {}  # finished setups: None when they passed
         waiting: dict[str, list[str]] = {}  # running setup -> workspaces waiting for it
@@ -249,9 +280,10 @@ class _Runner:
 
     def __init__(
         self, root: Path, env: dict[str, str], redact: Callable[[str], str], confine: Confine,
-        folder: Callable[[str], str], max_log_bytes: int | None,
+        folder: Callable[[str], str], max_log_bytes: int | None, notes: Sequence[str] = (),
     ) -> None:
         self.root = root
+        self.notes = "".join(f"ratchet: {note}\n" for note in notes).encode()
         self.folder = folder  # a workspace's real folder (its name may not be UTF-8)
         self.env = env
         self.redact = redact
@@ -274,7 +306,7 @@ class _Runner:
             "RATCHET_CHECK": check.key,
             "RATCHET_WORKSPACE": folder,
         }
-        capture = LogCapture.within(self.max_log_bytes)
+        capture = self._capture()
         started = time.monotonic()
         status, exit_code = self._run(check.command, cwd, env, check.timeout, capture)
         duration = round(time.monotonic() - started, 3)
@@ -300,7 +332,7 @@ class _Runner:
         self, workspace: str, commands: tuple[str, ...], timeout: float
     ) -> CheckResult | None:
         """Run the setup commands in order; None when all pass, else an `error` result."""
-        capture = LogCapture.within(self.max_log_bytes)
+        capture = self._capture()
         started = time.monotonic()
         for command in commands:
             capture.write(f"$ {command}\n".encode())
@@ -328,6 +360,12 @@ class _Runner:
                 log_omitted=capture.omitted,
             )
         return None
+
+    def _capture(self) -> LogCapture:
+        capture = LogCapture.within(self.max_log_bytes)
+        if self.notes:
+            capture.write(self.notes)
+        return capture
 
     def stop_all(self) -> None:
         with self._lock:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from plumbing.git import Git
 from verification.config import VerifyConfig
 from verification.evidence import EvidenceBundle, build_bundle
-from verification.execute import CheckResult, execute_plan
+from verification.execute import CheckResult, check_environment, execute_plan
 from verification.model import Plan, PlannedCheck
 from verification.plan import PlanResult, plan_change
 from verification.revisions import changed_files, checkout, diff_stat, merge_base
@@ -102,7 +102,8 @@ class Verification:
         self,
         sandbox: Sandbox,
         *,
-        env: Mapping[str, str] | None,
+        host_env: Mapping[str, str],
+        allowed_env: Collection[str] = (),
         readable: Sequence[Path] = (),
         on_result: Callable[[CheckResult], None] | None = None,
         reuse: Callable[[PlannedCheck], CheckResult | None] | None = None,
@@ -115,10 +116,12 @@ class Verification:
 
         Checks see ``readable`` paths too (a run's repository objects), and reach the network
         only through ``network`` (``Sandbox.command``'s: the caller's egress proxy, which
-        applies ``verify.network``); ``env``, ``on_result``, ``reuse``, ``redact`` and
-        ``max_log_bytes`` are ``execute_plan``'s. ``artifacts`` (path -> sha256) are listed in
-        the evidence. Raises ``SandboxUnavailable`` (from ``sandbox.check``) and RevisionError
-        (a worktree of the head, the diff stat).
+        applies ``verify.network``). Their environment is ``check_environment``'s: of the
+        runner's ``host_env``, only what the config's ``verify.env`` asks for and
+        ``allowed_env`` (the operator's RATCHET_CHECK_ENV) allows. ``on_result``, ``reuse``,
+        ``redact`` and ``max_log_bytes`` are ``execute_plan``'s. ``artifacts`` (path -> sha256)
+        are listed in the evidence. Raises ``SandboxUnavailable`` (from ``sandbox.check``) and
+        RevisionError (a worktree of the head, the diff stat).
         """
         plan = self.plan
         repo = self.candidate.repo
@@ -129,10 +132,11 @@ class Verification:
             sandbox.check()
             confine = functools.partial(sandbox.command, readable=tuple(readable),
                                         network=network)
+            env, withheld = check_environment(host_env, self.config.env, allowed_env)
             with self._checked_out() as folder:
                 results = execute_plan(plan, folder, on_result=on_result, reuse=reuse,
                                        redact=redact, env=env, confine=confine,
-                                       max_log_bytes=max_log_bytes)
+                                       max_log_bytes=max_log_bytes, notes=withheld)
                 root = str(folder)
         stat = self.candidate.diff_stat
         if stat is None:

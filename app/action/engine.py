@@ -5,8 +5,10 @@ requests, check runs; the collaborator permission API; git's credential helper) 
 of a plain token (``TokenCredentials``: no App, no installation). Every run in a job's ledger
 came from this repository on GitHub, so there is no local sink here.
 
-Agents and checks get the job's environment without the token or the runner's credentials
-(``env.scrub_environment`` ran before), and everything persisted or sent is redacted of them.
+Agents and checks get only allowlisted variables of the job's environment (PATH, the locale,
+what RATCHET_AGENT_ENV and RATCHET_CHECK_ENV name), which ``env.scrub_environment`` has already
+rid of the token and the runner's credentials, and everything persisted or sent is redacted of
+them.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import os
 from dataclasses import dataclass, replace
 
 from app.github import GitHubRuns, bot_login
-from app.settings import Settings, child_environment
+from app.settings import Settings
 from github.client import GitHubClient
 from github.credentials import TokenCredentials
 from github.gitauth import git_credentials
@@ -67,7 +69,6 @@ def job_engine(store: Store, settings: Settings, github: JobGitHub, client: GitH
     """The engine for runs kept in this job's ledger (see the module docstring)."""
     engine_settings = replace(
         settings.engine_settings(),
-        child_env=child_environment(os.environ),
         # The environment's secret-named values (an agent's API key) and the job's token.
         redact=Redactor([*secrets, github.token, *(
             v for k, v in os.environ.items() if SECRET_NAME.search(k))]),

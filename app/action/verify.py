@@ -123,7 +123,8 @@ def _verify(env: ActionEnv, settings: Settings,
     plan = verification.plan
     log.info("verify %s...%s: %d changed files, %d checks (plan %s)", base[:12], head[:12],
              len(candidate.changed), len(plan.checks), plan.sha256[:12])
-    bundle = run_checks(verification, settings.sandbox_policy(), settings.network_settings())
+    bundle = run_checks(verification, settings.sandbox_policy(), settings.network_settings(),
+                        settings.check_env_names)
     folder = _bundle_dir(env)
     shutil.rmtree(folder, ignore_errors=True)
     return write_bundle(folder, bundle), head

@@ -11,6 +11,11 @@ ends every descendant that left the group. Its output and its usage report are r
 following symlinks and capped; its log (stdout and stderr) is capped on disk
 (``plumbing/logfile.py``: head and tail kept, the sizes in the evidence); what it spent
 (``runner/usage.py``) travels with its result or with the failure it raised.
+
+Its environment is built by allowlist (``agent_environment``): PATH and the locale, the
+variables the operator or the preset names, the protocol's ``RATCHET_*``, ``TMPDIR`` and a
+``HOME`` of its own for the step (``runner/agents/home.py``), seeded with the operator's CLI
+config and removed when the step ends.
 """
 
 from __future__ import annotations
@@ -27,15 +32,17 @@ import stat
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from string import Formatter
 from typing import Any
 
+from plumbing.environment import base_environment, pick
 from plumbing.files import UnsafePath, read_beneath
 from plumbing.logfile import CappedLog
 from plumbing.process import stop_group
 from runner.agents.base import AgentResult, AgentTask
+from runner.agents.home import fresh_home, remove_home
 from runner.egress import Egress, egress
 from runner.errors import (
     AgentIdle,
@@ -115,6 +122,13 @@ def parse_template(template: str) -> tuple[tuple[_Part, ...], ...]:
     return tuple(argv)
 
 
+def agent_environment(host: Mapping[str, str], names: Iterable[str] = ()) -> dict[str, str]:
+    """What an agent gets of the runner's environment ``host``: PATH, the locale and the
+    terminal, and the variables ``names`` lists (the operator's RATCHET_AGENT_ENV, its preset's
+    credentials); nothing else (GITHUB_TOKEN, other keys, Ratchet's own settings)."""
+    return {**base_environment(host), **pick(host, names)}
+
+
 def _named_files(template: str, sandbox: Sandbox) -> tuple[Path, ...]:
     """Files the operator's template names literally after the program (``python3
     /tmp/agent.py``) that the sandbox's private folders would hide: shown read-only. Never a
@@ -155,15 +169,20 @@ class CommandAgent:
         install_hint: str | None = None,
         network: NetworkSettings | None = None,
         hosts: Sequence[str] = (),
+        home_seed: Sequence[Path] = (),
     ) -> None:
-        """``template`` is one template, or one per phase (a preset's); ``parse_usage`` reads
-        the CLI's own log into a usage record; ``install_hint`` says how to get a missing
-        program; ``network`` and ``hosts`` (a preset's model APIs) say where it may connect
-        through the egress proxy (``runner/network.py``)."""
+        """``template`` is one template, or one per phase (a preset's); ``env`` the variables
+        the agent gets besides the protocol's (``agent_environment``; None: that of this
+        process, nothing named); ``parse_usage`` reads the CLI's own log into a usage record;
+        ``install_hint`` says how to get a missing program; ``network`` and ``hosts`` (a
+        preset's model APIs) say where it may connect through the egress proxy
+        (``runner/network.py``); ``home_seed`` are the host paths copied into each step's fresh
+        HOME."""
         self.templates = ({"": template} if isinstance(template, str) else dict(template))
         self.template = next(iter(self.templates.values()))
         self._argv = {phase: parse_template(text) for phase, text in self.templates.items()}
-        self._env = dict(os.environ if env is None else env)
+        self._env = dict(agent_environment(os.environ) if env is None else env)
+        self.home_seed = tuple(home_seed)
         self.kill_grace = kill_grace
         self.sandbox = sandbox or Sandbox()
         self.max_output_bytes = max_output_bytes
@@ -203,16 +222,21 @@ class CommandAgent:
         started = time.monotonic()
         policy = (self.network.for_agents(self.hosts, task.network_allow)
                   if self.sandbox.confined else None)
-        with egress(policy, label=f"run {task.run_id} step {task.step}") as proxy:
-            proc, printed = self._start(argv, task, template,
-                                        proxy.endpoint if proxy else None)
-            try:
-                stopped = self._wait(proc, task, cancel, printed)
-            finally:
-                # In every path: kill what is left of the group (all of it on timeout, idleness
-                # or cancellation, leftovers after a normal exit) and reap the leader.
-                returncode = stop_group(proc, grace=self.kill_grace)
-                printed.finish(drain=LOG_DRAIN_S)
+        home = fresh_home(task.log_file.parent, self.home_seed, host_home=Path.home())
+        try:
+            with egress(policy, label=f"run {task.run_id} step {task.step}") as proxy:
+                proc, printed = self._start(argv, task, template, home,
+                                            proxy.endpoint if proxy else None)
+                try:
+                    stopped = self._wait(proc, task, cancel, printed)
+                finally:
+                    # In every path: kill what is left of the group (all of it on timeout,
+                    # idleness or cancellation, leftovers after a normal exit) and reap the
+                    # leader.
+                    returncode = stop_group(proc, grace=self.kill_grace)
+                    printed.finish(drain=LOG_DRAIN_S)
+        finally:
+            remove_home(home)  # nothing the agent wrote there reaches a later step
         blocked = tuple(proxy.blocked) if proxy else ()
         duration = time.monotonic() - started
         tail = _read_tail(task.log_file)
@@ -303,12 +327,15 @@ class CommandAgent:
         return measured(merge_usage(read_usage_file(task), parsed), seconds=duration)
 
     def _start(self, argv: list[str], task: AgentTask, template: str,
-               network: Egress | None) -> tuple[subprocess.Popen[bytes], CappedLog]:
+               home: Path, network: Egress | None
+               ) -> tuple[subprocess.Popen[bytes], CappedLog]:
         """Start the agent in its own session with stdout and stderr going to its capped
         log."""
         env = {
             **self._env,
             **task.env,
+            "HOME": str(home),
+            "TMPDIR": "/tmp",
             "RATCHET_RUN_ID": task.run_id,
             "RATCHET_PHASE": task.phase,
             "RATCHET_STEP": task.step,
@@ -325,7 +352,6 @@ class CommandAgent:
                 f"found on the agent's PATH; {self.install_hint or _start_hint(None)}",
                 evidence={"command": argv[0], "template": template},
             )
-        task.log_file.parent.mkdir(parents=True, exist_ok=True)
         task.output_dir.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             task.usage_file.unlink()  # an earlier run's report is not this one's
@@ -336,9 +362,12 @@ class CommandAgent:
         program_path += _named_files(template, self.sandbox)
         # A read-only worktree is bound like the prompt: visible, though under Ratchet's home.
         tree = (task.worktree,)
+        # The operator's shared folders (RATCHET_SANDBOX_RW) are for agents only.
+        shared = tuple(folder for folder in self.sandbox.shared if folder.is_dir())
         command = self.sandbox.command(
             argv, cwd=task.worktree,
-            writable=(*(tree if task.worktree_writable else ()), task.output_dir),
+            writable=(*(tree if task.worktree_writable else ()), task.output_dir, home,
+                      *shared),
             readable=(task.prompt_file, *program_path, *task.readable,
                       *(() if task.worktree_writable else tree)),
             network=network,

@@ -2,9 +2,14 @@
 a parser that reads its own output into a usage record (``runner/usage.py``).
 
 A preset is a command template per phase (``runner/agents/command.py`` runs it) plus the CLI's
-install hint and the model API hosts its sandbox may reach. Read-only phases (research,
-specify) get each CLI's read-only mode where it has one; the runner still checks the worktree
-after every step, whatever the CLI promised. Output formats, as documented:
+install hint, the model API hosts its sandbox may reach, and the variables its documentation
+says carry its credentials and model endpoint: an agent of the preset gets those of the
+runner's environment, and nothing else of it beyond what the operator names
+(RATCHET_AGENT_ENV).
+
+Read-only phases (research, specify) get each CLI's read-only mode where it has one; the runner
+still checks the worktree after every step, whatever the CLI promised. Output formats, as
+documented:
 
 - Claude Code (``claude -p --output-format json``): one result object with ``total_cost_usd``,
   ``num_turns`` and ``usage`` (``input_tokens``, ``output_tokens``,
@@ -52,6 +57,7 @@ class Preset:
     # The model API hosts it reaches directly when it holds its own login rather than a key the
     # egress proxy adds (runner/network.py); every agent may reach them.
     hosts: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()  # its documented credential and endpoint variables
 
     @property
     def install_hint(self) -> str:
@@ -238,6 +244,9 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
         parse_usage=parse_claude,
         install="npm install -g @anthropic-ai/claude-code",
         docs="https://docs.anthropic.com/en/docs/claude-code/cli-reference",
+        # https://docs.anthropic.com/en/docs/claude-code/settings#environment-variables
+        env=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
+             "ANTHROPIC_MODEL", "CLAUDE_CODE_OAUTH_TOKEN"),
     ),
     "codex": Preset(
         name="codex", program="codex", hosts=("api.openai.com",),
@@ -246,12 +255,16 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
         parse_usage=parse_codex,
         install="npm install -g @openai/codex",
         docs="https://developers.openai.com/codex/noninteractive",
+        env=("OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY"),
     ),
     "aider": Preset(
         name="aider", program="aider", hosts=("api.anthropic.com", "api.openai.com"),
         templates=_same(_AIDER), parse_usage=parse_aider,
         install="python -m pip install aider-install && aider-install",
         docs="https://aider.chat/docs/scripting.html",
+        # https://aider.chat/docs/config/api-keys.html
+        env=("OPENAI_API_KEY", "OPENAI_API_BASE", "ANTHROPIC_API_KEY", "GEMINI_API_KEY",
+             "OPENROUTER_API_KEY", "DEEPSEEK_API_KEY", "AIDER_MODEL"),
     ),
     "goose": Preset(
         name="goose", program="goose", hosts=("api.anthropic.com", "api.openai.com"),
@@ -261,6 +274,9 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
         install="curl -fsSL https://github.com/block/goose/releases/download/stable/"
                 "download_cli.sh | bash",
         docs="https://block.github.io/goose/docs/guides/goose-cli-commands",
+        # https://block.github.io/goose/docs/guides/environment-variables
+        env=("GOOSE_PROVIDER", "GOOSE_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
+             "GOOGLE_API_KEY", "OPENROUTER_API_KEY"),
     ),
     "opencode": Preset(
         name="opencode", program="opencode", hosts=("api.anthropic.com", "api.openai.com"),
@@ -268,6 +284,8 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
         parse_usage=parse_opencode,
         install="npm install -g opencode-ai",
         docs="https://opencode.ai/docs/cli/",
+        # https://opencode.ai/docs/providers/
+        env=("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY"),
     ),
 })
 

@@ -71,7 +71,8 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
     with egress(policy, label=f"run {run.id} step {step}") as proxy:
         bundle = verification.run(
             services.settings.sandbox, readable=(worktrees.repository_objects(inp.worktree),),
-            env=services.settings.child_env, on_result=persist, reuse=previous.get,
+            host_env=services.settings.environ, allowed_env=services.settings.check_env,
+            on_result=persist, reuse=previous.get,
             redact=services.settings.redact, max_log_bytes=services.settings.max_log_bytes,
             artifacts={path: sha256_hex(data) for path, data in artifacts.items()},
             network=proxy.endpoint if proxy else None,

@@ -20,7 +20,7 @@ import pytest
 
 from tests.action.actions_runner import ActionResult
 from tests.action.conftest import JOB_TOKEN, OWNER, READER, REPO, WRITER, Scene, example
-from tests.e2e.harness import AGENT, CONFIG
+from tests.e2e.harness import AGENT, CONFIG, with_agent_channels
 from tests.gitrepo import git
 
 ISSUE = 1
@@ -40,8 +40,9 @@ def scene(open_scene: Any) -> Scene:
 
 def job_env(scene: Scene, **extra: str) -> dict[str, str]:
     """The workflow's `env:` for the action: the agent's log and test-speed settings."""
-    return {"RATCHET_SANDBOX_RW": str(scene.shared), "AGENT_LOG": str(scene.shared / "agent.log"),
-            "RATCHET_LEASE_SECONDS": "2", "RATCHET_GITHUB_MUTATION_INTERVAL": "0", **extra}
+    return with_agent_channels({
+        "RATCHET_SANDBOX_RW": str(scene.shared), "AGENT_LOG": str(scene.shared / "agent.log"),
+        "RATCHET_LEASE_SECONDS": "2", "RATCHET_GITHUB_MUTATION_INTERVAL": "0", **extra})
 
 
 def labeled(scene: Scene, issue: int = ISSUE) -> dict[str, Any]:

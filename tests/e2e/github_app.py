@@ -33,7 +33,7 @@ from typing import Any
 
 import httpx
 
-from tests.e2e.harness import AGENT, make_target_repo
+from tests.e2e.harness import AGENT, make_target_repo, with_agent_channels
 from tests.fakes.fakegithub import FakeGitHub
 from tests.fakes.fakegithub.recording import Call
 from tests.github.githttp import GitHttpServer
@@ -144,7 +144,7 @@ class AppScene:
                 "RATCHET_QUEUE": self.queue} if self.broker_url else {}),
             **(extra or {}),
         }
-        return env
+        return with_agent_channels(env)
 
     def _start(self, *args: str, name: str, extra: dict[str, str] | None = None) -> Service:
         self.shared.mkdir(parents=True, exist_ok=True)

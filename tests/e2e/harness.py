@@ -37,6 +37,19 @@ verify:
 """
 
 
+# The scripted and hostile agents' switches and report paths: the agents' environment is an
+# allowlist, so a test names them in RATCHET_AGENT_ENV as an operator names an API key.
+TEST_CHANNELS = ("AGENT_", "HOSTILE")
+
+
+def with_agent_channels(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with RATCHET_AGENT_ENV naming every test channel it sets (beside any names it
+    already lists)."""
+    names = [name for name in env.get("RATCHET_AGENT_ENV", "").split(",") if name]
+    names += sorted(name for name in env if name.startswith(TEST_CHANNELS))
+    return {**env, "RATCHET_AGENT_ENV": ",".join(dict.fromkeys(names))}
+
+
 def make_target_repo(path: Path, *, config: str = CONFIG) -> Path:
     make_repo(path, {".github/ratchet.yml": config, "README.md": "# demo\n"})
     return path
@@ -63,7 +76,7 @@ class Ratchet:
     def environ(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         base = {k: v for k, v in os.environ.items()
                 if not k.startswith(("RATCHET_", "AGENT_", "GIT_"))}
-        return {
+        return with_agent_channels({
             **base,
             "RATCHET_HOME": str(self.home),
             "RATCHET_AGENT_COMMAND": f"{sys.executable} {AGENT}",
@@ -72,7 +85,7 @@ class Ratchet:
             "RATCHET_SANDBOX_RW": str(self.shared),
             **self.env,
             **(extra or {}),
-        }
+        })
 
     def start(self, *args: str, extra: dict[str, str] | None = None) -> subprocess.Popen[str]:
         self.shared.mkdir(parents=True, exist_ok=True)

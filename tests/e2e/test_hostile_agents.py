@@ -234,7 +234,8 @@ def test_a_file_name_that_is_not_utf8_is_verified_published_and_shown(tmp_path):
 def test_an_ended_runs_scratch_keeps_only_redacted_agent_logs(tmp_path):
     attack = Attack(tmp_path, "research:leak_and_fail")
     token = "tok-91c2e7d4a8b3"
-    attack.ratchet.env["MY_API_TOKEN"] = token
+    # The operator gives the agent its key (RATCHET_AGENT_ENV); the agent prints it.
+    attack.ratchet.env.update({"MY_API_TOKEN": token, "RATCHET_AGENT_ENV": "MY_API_TOKEN"})
     assert attack.ratchet.create().returncode == 1
     run_id = attack.ratchet.run_id()
 

@@ -273,7 +273,11 @@ def test_verify_again_checks_the_same_tree_once_the_outside_cause_is_fixed(tmp_p
     ``ratchet verify-again`` verifies the checkpointed tree again: no agent runs, and the run
     publishes once."""
     ratchet = Ratchet(home=tmp_path / "home", repo=tmp_path / "repo")
-    service = ratchet.shared / "service-up"
+    # What checks see of the host: a folder the operator shows them (RATCHET_SANDBOX_RO).
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    ratchet.env["RATCHET_SANDBOX_RO"] = str(outside)
+    service = outside / "service-up"
     make_target_repo(ratchet.repo, config=(
         "repair: {max_attempts: 0}\nverify:\n  checks:\n"
         f'    - {{id: service, kind: test, run: "test -f {service}", timeout: 60}}\n'))

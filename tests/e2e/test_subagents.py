@@ -63,10 +63,11 @@ def make_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Mak
         for name in ("AGENT_SUBAGENT_SLEEP", "AGENT_SUBAGENT_FAIL", "AGENT_PLAN",
                      "AGENT_SUBAGENT_MEET", "AGENT_SUBAGENT_HOLD"):
             monkeypatch.delenv(name, raising=False)
-        for name, value in {**env, "AGENT_LOG": str(ratchets[0].agent_log)}.items():
+        channels = {**env, "AGENT_LOG": str(ratchets[0].agent_log)}
+        for name, value in channels.items():
             monkeypatch.setenv(name, value)
         settings = Settings(home=home, agent_command=f"{sys.executable} {AGENT}",
-                            sandbox_rw=str(ratchets[0].shared))
+                            sandbox_rw=str(ratchets[0].shared), agent_env=",".join(channels))
         store = open_store(settings.ledger_url)
         stores.append(store)
         return build_engine(store, settings), store, ratchets

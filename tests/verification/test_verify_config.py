@@ -139,3 +139,11 @@ def test_ignore_patterns_must_stay_inside_the_repository() -> None:
     error = error_for("verify:\n  ignore:\n    - scripts/\n    - ../elsewhere/*.sh\n")
     assert (error.line, error.field) == (2, "verify.ignore")
     assert "'../elsewhere/*.sh' must be a glob relative to the repository root" in str(error)
+
+
+def test_verify_env_names_variables_and_never_ratchets_own() -> None:
+    config = parse_repository_config("verify:\n  env: [NPM_TOKEN, CARGO_REGISTRY_TOKEN]\n")
+    assert config.verify.env == ["NPM_TOKEN", "CARGO_REGISTRY_TOKEN"]
+    assert "RATCHET_STORE_URL configures Ratchet" in str(
+        error_for("verify:\n  env: [RATCHET_STORE_URL]\n"))
+    assert "is not an environment variable name" in str(error_for("verify:\n  env: ['A B']\n"))

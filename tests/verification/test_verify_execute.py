@@ -17,7 +17,7 @@ from verify_helpers import Files, python_workspace
 
 from verification.config import VerifyConfig
 from verification.evidence import build_bundle
-from verification.execute import CheckResult, execute_plan
+from verification.execute import CheckResult, check_environment, execute_plan
 from verification.plan import Plan, PlannedCheck, PlannedWorkspace, build_plan
 from verification.tree import GitTree
 
@@ -210,13 +210,32 @@ def test_a_lower_log_cap_keeps_head_and_tail_within_it_and_says_what_was_dropped
 def test_redact_applies_to_the_log_and_env_replaces_the_environment(tmp_path: Path) -> None:
     env = {"PATH": os.environ["PATH"], "TOKEN": "s3cret"}
     [result] = execute_plan(
-        plan_of(check("leak", 'echo "token=$TOKEN home=${HOME:-unset}"')),
+        plan_of(check("leak", 'echo "token=$TOKEN user=${USER:-unset}"')),
         tmp_path,
         env=env,
         redact=lambda text: text.replace("s3cret", "***"),
     )
-    assert result.log == "token=*** home=unset\n"
-    assert result.log_sha256 == hashlib.sha256(b"token=s3cret home=unset\n").hexdigest()
+    assert result.log == "token=*** user=unset\n"
+    assert result.log_sha256 == hashlib.sha256(b"token=s3cret user=unset\n").hexdigest()
+
+
+def test_checks_get_a_fresh_empty_home_and_no_variable_nobody_allowed(tmp_path: Path) -> None:
+    host = {"PATH": os.environ["PATH"], "LC_ALL": "C", "GH_TOKEN": "gh-secret",
+            "NPM_TOKEN": "npm-secret", "HOME": str(tmp_path)}
+    (tmp_path / ".npmrc").write_text("//registry/:_authToken=host")
+    env, notes = check_environment(host, ["NPM_TOKEN", "GH_TOKEN"], {"NPM_TOKEN", "OTHER"})
+    assert env == {"PATH": os.environ["PATH"], "LC_ALL": "C", "NPM_TOKEN": "npm-secret"}
+
+    [result] = execute_plan(
+        plan_of(check("env", 'echo "gh=$GH_TOKEN npm=$NPM_TOKEN home=$HOME"; ls -A "$HOME"')),
+        tmp_path, env=env, notes=notes)
+
+    first, second = result.log.splitlines()
+    assert first == ("ratchet: the repository asks for GH_TOKEN in verify.env, but the operator"
+                     " does not allow it (RATCHET_CHECK_ENV), so the checks run without it")
+    assert second.startswith("gh= npm=npm-secret home=/")
+    assert second.split("home=")[1] != str(tmp_path)  # a folder of its own, empty
+    assert not Path(second.split("home=")[1]).exists()  # removed after the plan
 
 
 def test_declared_junit_report_is_read(tmp_path: Path) -> None:
