@@ -28,7 +28,11 @@ from verification.execute import check_environment, execute_plan
 from verification.plan import Plan, PlannedCheck, PlannedWorkspace
 
 SECRETS = {"GH_TOKEN": "gh-secret-4b1c", "GITHUB_TOKEN": "ghs-secret-9d2e",
-           "ANTHROPIC_API_KEY": "sk-ant-secret-77aa", "OTHER_KEY": "other-secret-1f0c"}
+           "ANTHROPIC_API_KEY": "sk-ant-secret-77aa", "OTHER_KEY": "other-secret-1f0c",
+           "CLI_LICENSE": "cli-license-5a0e"}
+# What the operator names for agents (RATCHET_AGENT_ENV); a model API key among them still
+# never enters the sandbox (the egress proxy adds it).
+NAMED = ("CLI_LICENSE", "ANTHROPIC_API_KEY")
 HOME_SECRET = "runner-home-secret-3e8f"
 PROBE = """
 import json, os, pathlib, socket, sys
@@ -148,7 +152,7 @@ def probes(files: list[Path], listeners: list[Listener]) -> dict[str, str]:
 def run_agent(layout: dict[str, Path], step: str, probe: dict[str, str], *,
               plant: bool = False) -> dict[str, object]:
     sandbox = Sandbox(hidden=(layout["ratchet"],), shared=(layout["shared"],))
-    names = ("ANTHROPIC_API_KEY", *probe) + (("PLANT",) if plant else ())
+    names = (*NAMED, *probe) + (("PLANT",) if plant else ())
     agent = CommandAgent(
         f"{sys.executable} {layout['worktree'] / 'probe.py'}",
         env=agent_environment({**host(), **probe, "PLANT": "1"}, names), sandbox=sandbox,
@@ -168,7 +172,7 @@ def run_check(layout: dict[str, Path], probe: dict[str, str]) -> dict[str, objec
                 (PlannedCheck("probe", ".", "custom", command, 60, None),), concurrency=1)
     [result] = execute_plan(plan, layout["worktree"], env=env, notes=notes,
                             confine=lambda argv, *, cwd, writable: sandbox.command(
-                                argv, cwd=cwd, writable=writable, network=False))
+                                argv, cwd=cwd, writable=writable))
     assert result.status == "passed", result.log
     note, line = result.log.splitlines()
     assert note.startswith("ratchet: the repository asks for GH_TOKEN in verify.env")
@@ -183,7 +187,7 @@ def assert_saw_nothing_of_the_host(report: dict[str, object], home_file: Path,
     assert report["shadow"] in ("", "PermissionError")  # masked, or unreadable to a user
     assert report["sockets"] == ["FileNotFoundError"] * len(listeners)
     text = json.dumps(report)
-    for value in (HOME_SECRET, *(v for k, v in SECRETS.items() if k != "ANTHROPIC_API_KEY")):
+    for value in (HOME_SECRET, *(v for k, v in SECRETS.items() if k != "CLI_LICENSE")):
         assert value not in text
 
 
@@ -196,8 +200,8 @@ def test_an_agent_sees_nothing_of_the_host_but_what_it_was_given(
     assert_saw_nothing_of_the_host(report, home_file, listeners)
     environ = report["environ"]
     assert isinstance(environ, dict)
-    # The key the operator named reaches it; the other keys and Ratchet's settings do not.
-    assert environ["ANTHROPIC_API_KEY"] == SECRETS["ANTHROPIC_API_KEY"]
+    # What the operator named reaches it; the other keys and Ratchet's settings do not.
+    assert environ["CLI_LICENSE"] == SECRETS["CLI_LICENSE"]
     assert not {"GH_TOKEN", "GITHUB_TOKEN", "OTHER_KEY", "PLANT", "RATCHET_HOME"} & set(environ)
     assert environ["HOME"] != str(Path.home()) and environ["TMPDIR"] == "/tmp"
     # Its home holds the copied seed, without the symlink that left it.
