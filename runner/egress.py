@@ -32,6 +32,7 @@ import ssl
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,15 @@ MAX_BLOCKED = 50
 # Connections one proxy serves at once (two threads each): more are closed unserved, so an agent
 # opening thousands cannot exhaust the runner's threads.
 MAX_CONNECTIONS = 256
+# Where proxies keep their sockets. Short on purpose: a Unix socket's path holds at most 107
+# bytes, whatever TMPDIR says.
+_TMP = "/tmp" if os.path.isdir("/tmp") else None
+FOLDER_PREFIX = "ratchet-egress-"
+# A runner killed outright leaves its proxies' folders behind: one older than this with nothing
+# listening on its socket is removed, at most once per SWEEP_INTERVAL_S in a process.
+STALE_AFTER_S = 600.0
+SWEEP_INTERVAL_S = 60.0
+_swept = [0.0]
 CHUNK = 64 * 1024
 # Request headers never passed upstream (hop-by-hop, the proxy's, the agent's credentials).
 _HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-authorization",
@@ -119,9 +129,8 @@ class EgressProxy:
         self.policy = policy
         self.label = label
         self.blocked: list[str] = []
-        # Short on purpose: a Unix socket's path holds at most 107 bytes, whatever TMPDIR says.
-        self._folder = Path(tempfile.mkdtemp(prefix="ratchet-egress-",
-                                             dir="/tmp" if os.path.isdir("/tmp") else None))
+        self._folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=_TMP))
+        _sweep()
         self._lock = threading.Lock()
         self._live: set[socket.socket] = set()
         self._controls: set[socket.socket] = set()
@@ -326,6 +335,28 @@ class EgressProxy:
                 f"HTTP/1.1 {refused.status} {reason}\r\nContent-Type: text/plain\r\n"
                 f"X-Ratchet-Blocked: {sentence if refused.blocked else ''}\r\n"
                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+
+
+def _sweep() -> None:
+    """Remove the folders of proxies that died with their runner (SIGKILL, power loss)."""
+    now = time.monotonic()
+    if now - _swept[0] < SWEEP_INTERVAL_S:
+        return
+    _swept[0] = now
+    for folder in Path(_TMP or tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}*"):
+        try:
+            if time.time() - folder.lstat().st_mtime < STALE_AFTER_S or folder.is_symlink():
+                continue
+            if (folder / "egress.sock").exists():
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                    try:
+                        probe.connect(str(folder / "egress.sock"))
+                        continue  # a live proxy (it sees a control connection end at once)
+                    except ConnectionRefusedError:
+                        pass
+            shutil.rmtree(folder)
+        except OSError:
+            continue  # another runner's, or gone meanwhile
 
 
 class _Refused(Exception):

@@ -18,7 +18,9 @@ import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +33,7 @@ from cryptography.x509.oid import NameOID
 
 from app.settings import SettingsError, load_settings
 from app.verify_cli import run_checks
+from runner import egress
 from runner.agents.base import AgentTask
 from runner.agents.command import CommandAgent
 from runner.config import read_repository_config
@@ -444,3 +447,23 @@ print(os.environ["OPENAI_API_KEY"], (first + response.read()).decode().replace("
     assert "data: first" in done.stdout and "data: streamed" in done.stdout
     (message,) = [r for r in server.requests if r["path"] == "/v1/chat/completions"]
     assert message["authorization"] == f"Bearer {secret}" and message["x-api-key"] == ""
+
+
+def test_folders_of_proxies_that_died_with_their_runner_are_removed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    policy = NetworkPolicy("agents", "agent.network.allow")
+    dead = Path(tempfile.mkdtemp(prefix=egress.FOLDER_PREFIX, dir=egress._TMP))
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(dead / "egress.sock"))  # bound, then its runner was killed
+    empty = Path(tempfile.mkdtemp(prefix=egress.FOLDER_PREFIX, dir=egress._TMP))
+    old = time.time() - egress.STALE_AFTER_S - 60
+    with EgressProxy(policy) as live:
+        live_folder = live.endpoint.socket.parent
+        for folder in (dead, empty, live_folder):
+            os.utime(folder, (old, old))
+        monkeypatch.setattr(egress, "_swept", [float("-inf")])
+        with EgressProxy(policy):
+            pass
+        assert not dead.exists() and not empty.exists()
+        assert live.endpoint.socket.exists()  # a live proxy's folder stays, however old
+    assert not live_folder.exists()
