@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-# Passed from the host: what a program needs to run, nothing that identifies or authorises.
-BASE_NAMES = frozenset({"PATH", "LANG", "LANGUAGE", "TERM", "TZ"})
+# Passed from the host: what a program needs to run, nothing that identifies or authorises
+# (where a toolchain that finds itself through a variable is installed: paths, never secrets).
+BASE_NAMES = frozenset({"PATH", "LANG", "LANGUAGE", "TERM", "TZ",
+                        "RUSTUP_HOME", "GOROOT", "JAVA_HOME"})
 BASE_PREFIXES = ("LC_",)
 # Names that configure Ratchet itself: never passed on, whoever names them.
 RESERVED_PREFIX = "RATCHET_"
@@ -23,8 +25,8 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def base_environment(host: Mapping[str, str]) -> dict[str, str]:
-    """The part of ``host`` every untrusted process gets: PATH, LANG, LANGUAGE, LC_*, TERM,
-    TZ."""
+    """The part of ``host`` every untrusted process gets: PATH, the locale (LANG, LANGUAGE,
+    LC_*), TERM, TZ, and where toolchains are (RUSTUP_HOME, GOROOT, JAVA_HOME)."""
     return {name: value for name, value in host.items()
             if name in BASE_NAMES or name.startswith(BASE_PREFIXES)}
 

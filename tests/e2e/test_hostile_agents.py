@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import socket
 import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -106,6 +108,76 @@ def test_git_attacks_proc_ledger_and_a_daemon_in_research_change_nothing(tmp_pat
     attack.seen("gitdir")
     assert Counter(attack.ratchet.agent_runs()) == Counter(
         ["research.1", "specify.1", "implement.1", "repair.1"])
+
+
+def test_an_agent_and_its_checks_see_nothing_of_the_host_and_a_planted_hook_dies_with_its_step(
+        tmp_path):
+    """Through the real CLI: the agent (research) and a check it wrote (implement) look for the
+    runner user's home, /etc/shadow, the runner's tokens and the Unix sockets of host services;
+    the agent then plants a hook in its seeded CLI config. The next run's agent gets the seed
+    as the operator left it, and no check ever sees the seed."""
+    home_file = Path.home() / f".ratchet-e2e-{uuid.uuid4().hex[:8]}"
+    home_file.write_text(SECRET_FILE_TEXT)
+    seed = tmp_path / "seed" / ".claude"
+    seed.mkdir(parents=True)
+    (seed / "settings.json").write_text('{"model": "seeded"}')
+    sockets = [tmp_path / "service.sock"]
+    if os.access("/run", os.W_OK):
+        sockets.append(Path("/run") / f"ratchet-e2e-{uuid.uuid4().hex[:8]}.sock")
+    listeners = []
+    for path in sockets:
+        listener = socket.socket(socket.AF_UNIX)
+        listener.bind(str(path))
+        listener.listen(8)
+        listener.setblocking(False)
+        listeners.append(listener)
+    attack = Attack(tmp_path, "research:host,implement:check_host")
+    token = "ghs_" + "e2eToken1234567890abcdefghijklmnopqr"
+    attack.ratchet.env.update({
+        "GH_TOKEN": token, "GITHUB_TOKEN": token,
+        "RATCHET_AGENT_HOME_SEED": str(seed),
+        "HOSTILE_FILES": ",".join([str(home_file), str(seed / "settings.json"), "/etc/shadow"]),
+        "HOSTILE_SOCKETS": ",".join(map(str, sockets)),
+    })
+    try:
+        run_id, _ = drive_to_done(attack.ratchet)
+        attack.ratchet.env["HOSTILE"] = "research:host"
+        attack.ratchet.create()
+        for listener in listeners:
+            with pytest.raises(BlockingIOError):
+                listener.accept()  # no agent and no check reached a host service's socket
+    finally:
+        home_file.unlink()
+        for listener, path in zip(listeners, sockets, strict=True):
+            listener.close()
+            path.unlink(missing_ok=True)
+
+    assert attack.ratchet.status(run_id)["state"] == "done"
+    attack.assert_nothing_escaped()
+    assert sorted(p.name for p in seed.iterdir()) == ["settings.json"]
+    assert (seed / "settings.json").read_text() == '{"model": "seeded"}'
+    first, *_, last = [json.loads(line) for line in attack.seen("host").splitlines()]
+    for seen in (first, last):
+        # The runner's home is not there and /etc/shadow is masked; the seed is not visible at
+        # its own path, only as the copy in the agent's home.
+        assert seen["files"][0] == "FileNotFoundError" and seen["files"][1] == "FileNotFoundError"
+        assert seen["files"][2] in ("", "PermissionError")
+        assert set(seen["sockets"]) == {"FileNotFoundError"}
+        assert token not in json.dumps(seen) and SECRET_FILE_TEXT not in json.dumps(seen)
+        assert seen["environ"]["HOME"] != str(Path.home())
+    # The second run's agent got the operator's seed, not what the first one planted.
+    assert first["settings"] == last["settings"] == '{"model": "seeded"}'
+    assert ".claude/hooks.sh" not in last["home"] and "hooks.sh" not in json.dumps(last)
+    # The check: nothing of the host, and an empty home of its own (no seed).
+    log = (attack.ratchet.export(run_id, tmp_path / "export") / "verification/unit.log")
+    [line] = [line for line in log.read_text().splitlines() if line.startswith("HOST-PROBE ")]
+    check = json.loads(line.removeprefix("HOST-PROBE "))
+    assert check["files"][:2] == ["FileNotFoundError", "FileNotFoundError"]
+    assert check["files"][2] in ("", "PermissionError")
+    assert set(check["sockets"]) == {"FileNotFoundError"}
+    assert check["home"] == [] and check["settings"] == "FileNotFoundError"
+    assert not {"GH_TOKEN", "GITHUB_TOKEN", "HOSTILE_REPORT"} & set(check["environ"])
+    assert token.encode() not in attack.ledger_bytes()
 
 
 def test_an_agent_and_its_checks_reach_nothing_of_the_host_and_the_run_says_what_was_blocked(
