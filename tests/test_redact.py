@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
+
 from runner.redact import Redactor
-from runner.scratch import scrub_scratch
+from runner.scratch import remove_scratch, scrub_scratch
 
 SECRET = "tok-3f9a7c1e5b2d"
 GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -28,3 +30,25 @@ def test_an_agent_log_with_a_stray_byte_is_scrubbed_of_its_secret(tmp_path):
     log.write_bytes(b"starting\n\xff" + SECRET.encode() + b"\ndone\n")
     scrub_scratch(tmp_path, Redactor([SECRET]))
     assert log.read_bytes() == b"starting\n\xff***\ndone\n"
+
+
+def test_an_output_folder_1100_deep_is_scrubbed_without_recursion(tmp_path):
+    """An agent's output tree of any depth goes (unread) when its run stops; logs stay."""
+    log = tmp_path / "1" / "research.1" / "agent.1.log"
+    out = tmp_path / "1" / "research.1" / "out"
+    out.mkdir(parents=True)
+    log.write_bytes(b"token " + SECRET.encode() + b"\n")
+    fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(1100):
+        os.mkdir("d", dir_fd=fd)
+        child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = child
+    os.close(fd)
+
+    scrub_scratch(tmp_path, Redactor([SECRET]))
+
+    assert log.read_bytes() == b"token ***\n"
+    assert not out.exists()
+    remove_scratch(tmp_path / "1")
+    assert not (tmp_path / "1").exists()

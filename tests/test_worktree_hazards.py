@@ -20,6 +20,7 @@ import pytest
 from plumbing.git import Git, GitTimedOut
 from plumbing.walk import MAX_DEPTH, remove, scan
 from runner import failures
+from runner.agents.home import remove_home
 from runner.config import LimitsConfig
 from runner.decisions import Limits, decide_failure
 from runner.errors import (
@@ -357,3 +358,15 @@ def test_a_submodule_bump_between_two_commits_is_still_a_changed_path(
 
     assert changed_files(repo, before, "HEAD") == [SUBMODULE]
     assert SUBMODULE in diff_stat(repo, before, "HEAD")
+
+
+def test_an_agents_home_1100_deep_with_unwritable_folders_is_removed(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    write_files(home, {".cache/x/file": "x"})
+    deep_folders(home / ".cache", 1100)
+    (home / ".cache" / "x").chmod(0o500)
+    (home / ".cache").chmod(0o500)
+
+    remove_home(home)
+
+    assert not home.exists()

@@ -10,10 +10,10 @@ Research may fan out to subagents once its agent's result is recorded
 
 from __future__ import annotations
 
-import shutil
 from typing import Any
 
 from plumbing.files import printable_path
+from plumbing.walk import remove
 from runner.agents.base import AgentResult, AgentTask
 from runner.agents.command import read_output
 from runner.agents.prompt import FailingCheck, PromptContext, output_path, render_prompt
@@ -100,7 +100,7 @@ def run_agent(inp: StepInput, services: StepServices) -> StepResult:
     result = inp.adopted
     if result is None:
         ensure_tree(services, inp)
-        shutil.rmtree(task.output_dir, ignore_errors=True)  # no stale output passes for this one
+        remove(task.output_dir)  # no stale output passes for this one, however deep
         task.output.parent.mkdir(parents=True, exist_ok=True)
         task.prompt_file.write_text(prompt)
         result = _run(task, inp, services)

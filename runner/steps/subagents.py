@@ -23,6 +23,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path, PurePosixPath
 
 from plumbing.files import UnsafePath, read_beneath
+from plumbing.walk import remove
 from runner.agents.base import AgentResult, AgentTask
 from runner.agents.command import read_output
 from runner.agents.prompt import PromptContext, output_path, render_prompt
@@ -281,7 +282,7 @@ def _task(inp: StepInput, services: StepServices, subagent: Subagent, analysis: 
     run = inp.run
     folder = scratch_of(inp) / "subagents" / subagent.name
     out = folder / "out"
-    shutil.rmtree(out, ignore_errors=True)  # no stale output passes for this one
+    remove(out)  # no stale output passes for this one, however deep
     relative = output_path("subagent", subagent=subagent.name)
     prompt = render_prompt(PromptContext(
         run_id=run.id, phase="subagent", step=run.step, title=run.title, body=run.body,
