@@ -92,17 +92,19 @@ class Sandbox:
         return self.mode is SandboxMode.BWRAP
 
     def hides(self, path: Path) -> bool:
-        """Whether ``path`` is one of the paths kept from agents and checks (Ratchet's home,
-        its secrets), which nothing may show them."""
-        return any(path.is_relative_to(hidden) for hidden in self.hidden)
+        """Whether ``path``, or what it resolves to, is one of the paths kept from agents and
+        checks (Ratchet's home, its secrets, the host's password hashes and private keys),
+        which nothing may show them."""
+        kept = (*self.hidden, *_secrets())
+        return any(candidate.is_relative_to(hidden) for candidate in (path, path.resolve())
+                   for hidden in kept)
 
     def masks(self, path: Path) -> bool:
-        """Whether ``path`` is out of sight inside: outside every folder shown, or in a
-        private folder, a secret or a hidden path."""
+        """Whether ``path`` is out of sight inside: outside every folder shown, or a hidden
+        path or a secret."""
         if not self.confined:
             return False
-        masked = [Path(folder) for folder in (*PRIVATE_FOLDERS, *_secrets())] + list(self.hidden)
-        if any(path.is_relative_to(folder) for folder in masked):
+        if self.hides(path):
             return True
         return not any(path.is_relative_to(folder) for folder in self.visible())
 

@@ -248,3 +248,18 @@ def test_a_seed_past_the_cap_is_refused_naming_the_setting(tmp_path: Path,
     with pytest.raises(SeedTooLarge, match=r"\.codex holds more than .*RATCHET_AGENT_HOME_SEED"):
         fresh_home(tmp_path / "scratch", (seed,), host_home=tmp_path)
     assert list((tmp_path / "scratch").iterdir()) == []
+
+
+def test_a_template_naming_a_secret_or_a_link_to_one_shows_nothing(tmp_path: Path) -> None:
+    """The sandbox shows a file an operator's agent command names literally; never a hidden
+    path, a host secret, or a symlink to one."""
+    hidden = tmp_path / "ratchet"
+    hidden.mkdir()
+    (hidden / "key.pem").write_text("KEY")
+    link = tmp_path / "innocent.txt"
+    link.symlink_to(hidden / "key.pem")
+    sandbox = Sandbox(hidden=(hidden,))
+    assert sandbox.hides(link) and sandbox.masks(Path.home() / ".ssh")
+    if Path("/etc/shadow").exists():
+        assert sandbox.hides(Path("/etc/shadow")) and sandbox.masks(Path("/etc/shadow"))
+    assert not sandbox.masks(Path("/usr/bin/env")) and not sandbox.masks(Path(sys.executable))
