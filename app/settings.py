@@ -14,7 +14,12 @@ from plumbing.logfile import MIN_LOG_BYTES
 from runner.agents.command import MAX_LOG_BYTES, MAX_OUTPUT_BYTES
 from runner.agents.presets import PRESETS
 from runner.budget import Budget
-from runner.config import DEFAULT_SUBAGENT_CONCURRENCY
+from runner.config import (
+    DEFAULT_MAX_CHANGE_BYTES,
+    DEFAULT_MAX_CHANGED_FILES,
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_SUBAGENT_CONCURRENCY,
+)
 from runner.faults import CrashPoints
 from runner.ledger import sqlite_path
 from runner.network import NetworkSettings, model_routes, parse_hosts
@@ -79,6 +84,10 @@ class Settings(BaseSettings):
     # Research subagents at once: a sandbox per core, at least a repository's default.
     subagent_concurrency: int = Field(
         default_factory=lambda: max(DEFAULT_SUBAGENT_CONCURRENCY, os.cpu_count() or 1), ge=1)
+    # How big a run's change may get (a repository's `limits:` may only lower these).
+    max_file_bytes: int = Field(DEFAULT_MAX_FILE_BYTES, ge=1)
+    max_change_bytes: int = Field(DEFAULT_MAX_CHANGE_BYTES, ge=1)
+    max_changed_files: int = Field(DEFAULT_MAX_CHANGED_FILES, ge=1)
     # GitHub: the App, its webhook, and who may trigger what.
     webhook_secret: str | None = None  # deliveries without a matching signature are refused
     insecure_dev_webhooks: bool = False  # accept unsigned deliveries (local development only)
@@ -257,6 +266,9 @@ class Settings(BaseSettings):
             check_concurrency=self.check_concurrency,
             check_timeout=self.check_timeout,
             subagent_concurrency=self.subagent_concurrency,
+            max_file_bytes=self.max_file_bytes,
+            max_change_bytes=self.max_change_bytes,
+            max_changed_files=self.max_changed_files,
         )
 
 

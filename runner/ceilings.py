@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from runner.budget import Budget, Limit, format_amount
-from runner.config import BudgetConfig, RepositoryConfig, ResearchConfig
+from runner.config import BudgetConfig, LimitsConfig, RepositoryConfig, ResearchConfig
 from verification.config import CheckConfig, VerifyConfig
 
 # Check timeouts named in one note at most; the rest are counted.
@@ -26,6 +26,11 @@ class Ceilings:
     check_concurrency: int | None = None  # RATCHET_CHECK_CONCURRENCY
     check_timeout: float | None = None  # RATCHET_CHECK_TIMEOUT
     subagent_concurrency: int | None = None  # RATCHET_SUBAGENT_CONCURRENCY
+    # The size of a run's change (RATCHET_MAX_FILE_BYTES, RATCHET_MAX_CHANGE_BYTES,
+    # RATCHET_MAX_CHANGED_FILES): what it publishes and what the ledger stores of it.
+    max_file_bytes: int | None = None
+    max_change_bytes: int | None = None
+    max_changed_files: int | None = None
 
 
 def within_ceilings(config: RepositoryConfig,
@@ -35,9 +40,10 @@ def within_ceilings(config: RepositoryConfig,
     budget, notes = _budget(config, ceilings.budget)
     verify, verify_notes = _verify(config.verify, ceilings)
     research, research_notes = _research(config.research, ceilings.subagent_concurrency)
+    limits, limits_notes = _limits(config.limits, ceilings)
     limited = config.model_copy(update={"budget": budget, "verify": verify,
-                                        "research": research})
-    return limited, (*notes, *verify_notes, *research_notes)
+                                        "research": research, "limits": limits})
+    return limited, (*notes, *verify_notes, *research_notes, *limits_notes)
 
 
 def _note(setting: str, asked: str, ceiling: str, variable: str) -> str:
@@ -69,6 +75,25 @@ def _research(research: ResearchConfig,
         notes.append(_note("research.concurrency", f"{research.concurrency} subagents at once",
                            str(most), "RATCHET_SUBAGENT_CONCURRENCY"))
     return research.model_copy(update={"concurrency": most}), notes
+
+
+def _limits(limits: LimitsConfig, ceilings: Ceilings) -> tuple[LimitsConfig, list[str]]:
+    """The repository's change limits, each at most the service's; one the repository leaves
+    unset is the service's (its default is only the service's default)."""
+    update: dict[str, int] = {}
+    notes = []
+    for name, unit in (("max_file_bytes", "bytes"), ("max_change_bytes", "bytes"),
+                       ("max_changed_files", "files")):
+        most = getattr(ceilings, name)
+        if most is None:
+            continue
+        asked = getattr(limits, name)
+        if name not in limits.model_fields_set or asked > most:
+            update[name] = most
+        if name in limits.model_fields_set and asked > most:
+            notes.append(_note(f"limits.{name}", f"{asked} {unit}", f"{most} {unit}",
+                               f"RATCHET_{name.upper()}"))
+    return limits.model_copy(update=update), notes
 
 
 def _verify(verify: VerifyConfig, ceilings: Ceilings) -> tuple[VerifyConfig, list[str]]:

@@ -54,6 +54,9 @@ class EngineSettings:
     check_concurrency: int | None = None
     check_timeout: float | None = None
     subagent_concurrency: int | None = None
+    max_file_bytes: int | None = None
+    max_change_bytes: int | None = None
+    max_changed_files: int | None = None
     owner: str = field(
         default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
     )
@@ -63,7 +66,10 @@ class EngineSettings:
         """The service's limits a repository's config may lower, never raise."""
         return Ceilings(budget=self.budget, check_concurrency=self.check_concurrency,
                         check_timeout=self.check_timeout,
-                        subagent_concurrency=self.subagent_concurrency)
+                        subagent_concurrency=self.subagent_concurrency,
+                        max_file_bytes=self.max_file_bytes,
+                        max_change_bytes=self.max_change_bytes,
+                        max_changed_files=self.max_changed_files)
 
     @property
     def environ(self) -> Mapping[str, str]:

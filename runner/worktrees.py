@@ -672,7 +672,7 @@ def _inspect_entry(root: Path, relative: str, max_file_bytes: int
         if info.st_size > max_file_bytes:
             return info.st_size, Finding(
                 "too_large", relative, f"{info.st_size} bytes, over limits.max_file_bytes"
-                f" ({max_file_bytes}) in .github/ratchet.yml")
+                f" ({max_file_bytes}) in .github/ratchet.yml (at most RATCHET_MAX_FILE_BYTES)")
         return info.st_size, None
     if stat.S_ISDIR(info.st_mode):
         return 0, None
@@ -689,7 +689,8 @@ def _over_totals(sizes: dict[str, int], limits: ChangeLimits) -> list[Finding]:
         findings.append(Finding(
             "too_many_changes", counts.most_common(1)[0][0],
             f"{len(sizes)} files changed in all, over limits.max_changed_files"
-            f" ({limits.max_changed_files}) in .github/ratchet.yml"))
+            f" ({limits.max_changed_files}) in .github/ratchet.yml (at most"
+            " RATCHET_MAX_CHANGED_FILES)"))
     total = sum(sizes.values())
     if total > limits.max_change_bytes:
         weights: Counter[str] = Counter()
@@ -698,7 +699,8 @@ def _over_totals(sizes: dict[str, int], limits: ChangeLimits) -> list[Finding]:
         findings.append(Finding(
             "too_many_changes", weights.most_common(1)[0][0],
             f"{total} bytes changed in all, over limits.max_change_bytes"
-            f" ({limits.max_change_bytes}) in .github/ratchet.yml"))
+            f" ({limits.max_change_bytes}) in .github/ratchet.yml (at most"
+            " RATCHET_MAX_CHANGE_BYTES)"))
     return findings
 
 

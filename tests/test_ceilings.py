@@ -60,3 +60,29 @@ def test_a_config_within_the_ceilings_is_kept_as_it_is():
     limited, notes = within_ceilings(config, Ceilings(budget=Budget(max_cost_usd=5.0),
                                                       check_concurrency=2, check_timeout=900.0))
     assert (limited, notes) == (config, ())
+
+
+def test_a_repository_cannot_raise_the_size_of_a_change_the_service_allows():
+    """A repository asking for bigger changes than the operator's limits gets the operator's
+    (they bound what a run publishes and what the ledger stores); it may ask for less."""
+    config = parse_repository_config(
+        "limits: {max_file_bytes: 1000000000, max_changed_files: 50000, max_change_bytes: 10}\n")
+    limited, notes = within_ceilings(config, Ceilings(max_file_bytes=1024,
+                                                       max_change_bytes=4096,
+                                                       max_changed_files=20))
+    assert (limited.limits.max_file_bytes, limited.limits.max_changed_files,
+            limited.limits.max_change_bytes) == (1024, 20, 10)
+    assert notes == (
+        "limits.max_file_bytes asks for 1000000000 bytes, above the service's ceiling of"
+        " 1024 bytes (RATCHET_MAX_FILE_BYTES); the run uses 1024 bytes",
+        "limits.max_changed_files asks for 50000 files, above the service's ceiling of"
+        " 20 files (RATCHET_MAX_CHANGED_FILES); the run uses 20 files",
+    )
+
+
+def test_change_limits_a_repository_leaves_unset_are_the_services():
+    limited, notes = within_ceilings(parse_repository_config("limits: {max_file_bytes: 5}\n"),
+                                     Ceilings(max_file_bytes=100, max_change_bytes=7,
+                                              max_changed_files=3))
+    assert (limited.limits.max_file_bytes, limited.limits.max_change_bytes,
+            limited.limits.max_changed_files, notes) == (5, 7, 3, ())
