@@ -44,7 +44,7 @@ examples:
   ratchet run --repo . --title "Add --json to export" --agent-command 'claude -p {prompt}'
   ratchet run --repo . --title "Add --json to export" --agent claude
   ratchet status r-20261130-1a2b3c4d
-  ratchet approve-spec r-20261130-1a2b3c4d --hash 3f2a9c
+  ratchet approve-spec r-20261130-1a2b3c4d --hash 3f2a9c0d1e7b
   ratchet request-changes r-20261130-1a2b3c4d --message "Cover the empty input case"
   ratchet resume r-20261130-1a2b3c4d
   ratchet retry r-20261130-1a2b3c4d

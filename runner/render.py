@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from runner.budget import Limit, format_amount
-from runner.signals import Refusal
+from runner.signals import MIN_HASH_PREFIX, Refusal
 from runner.views import NextActionKind
 
 # Hidden markers that let an executor find what it wrote (a comment by name, an effect by key).
 NAME_MARKER = "<!-- ratchet:name={name} -->"
 KEY_MARKER = "<!-- ratchet:key={key} -->"
-# How much of a spec hash people are asked to type.
-HASH_PREFIX = 12
+# How much of a spec hash people are asked to type: the least an approval accepts.
+HASH_PREFIX = MIN_HASH_PREFIX
 _STATUS_MARKS = {
     "done": "[x]", "running": "[ ] :hourglass:", "waiting": "[ ] :raised_hand:",
     "stopped": "[ ] :stop_sign:", "pending": "[ ]",
@@ -168,6 +168,11 @@ def render_reply(payload: Mapping[str, Any], words: Vocabulary) -> str:
         text = (f"`{params.get('given') or '(none)'}` is not the current spec's hash."
                 f" The current spec is `{current}`: review it, then"
                 f" `{words.approve(run_id, current[:HASH_PREFIX])}`.")
+    elif refusal is Refusal.SHORT_HASH:
+        current, given = str(params.get("current", "")), str(params.get("given") or "")
+        text = (f"give at least {params.get('needed')} characters of the spec's hash"
+                f" (`{given or '(none)'}` has {len(given)}). The current spec is `{current}`:"
+                f" review it, then `{words.approve(run_id, current[:HASH_PREFIX])}`.")
     elif refusal is Refusal.NO_SPEC:
         text = "the run has no spec to approve yet."
     elif refusal is Refusal.EMPTY_MESSAGE:

@@ -22,8 +22,9 @@ from runner.names import LOCAL_ORIGIN, SignalKind, StepId
 from runner.signal_payloads import Approve, RaiseBudget, RequestChanges
 from runner.workflow import Outcome, State, is_end, is_stopped
 
-# Shorter prefixes of the spec hash are too easy to match by accident.
-MIN_HASH_PREFIX = 6
+# Every text that names the spec's hash gives its first 12 characters; a shorter prefix is too
+# easy to match by accident (or by a guess), so it is refused with a reply saying how many.
+MIN_HASH_PREFIX = 12
 
 
 class Refusal(StrEnum):
@@ -32,6 +33,7 @@ class Refusal(StrEnum):
     NOT_PERMITTED = "not_permitted"  # params: author, detail
     NOT_WAITING_FOR_APPROVAL = "not_waiting_for_approval"  # params: state
     STALE_HASH = "stale_hash"  # params: given, current
+    SHORT_HASH = "short_hash"  # params: given, needed, current
     NO_SPEC = "no_spec"
     EMPTY_MESSAGE = "empty_message"
     NOTHING_TO_RETRY = "nothing_to_retry"  # params: state
@@ -120,7 +122,10 @@ def decide_signal(
                 return _refuse(Refusal.EMPTY_MESSAGE)
             return Verdict(True, Outcome.CHANGES_REQUESTED)
         given = payload.hash.strip().lower() if isinstance(payload, Approve) else ""
-        if len(given) < MIN_HASH_PREFIX or not spec_sha256.startswith(given):
+        if len(given) < MIN_HASH_PREFIX:
+            return _refuse(Refusal.SHORT_HASH, given=given, needed=MIN_HASH_PREFIX,
+                           current=spec_sha256)
+        if not spec_sha256.startswith(given):
             return _refuse(Refusal.STALE_HASH, given=given, current=spec_sha256)
         return Verdict(True, Outcome.APPROVED)
     if kind is SignalKind.RETRY:

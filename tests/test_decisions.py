@@ -71,8 +71,9 @@ class Words:
 
 @pytest.mark.parametrize(("state", "kind", "payload", "outcome", "refusal"), [
     (State.AWAITING_APPROVAL, SignalKind.APPROVE, {"hash": SPEC[:12]}, Outcome.APPROVED, None),
-    (State.AWAITING_APPROVAL, SignalKind.APPROVE, {"hash": SPEC[:5]}, None, Refusal.STALE_HASH),
-    (State.AWAITING_APPROVAL, SignalKind.APPROVE, {"hash": "ffffff"}, None, Refusal.STALE_HASH),
+    (State.AWAITING_APPROVAL, SignalKind.APPROVE, {"hash": SPEC[:5]}, None, Refusal.SHORT_HASH),
+    (State.AWAITING_APPROVAL, SignalKind.APPROVE, {"hash": SPEC[:11]}, None, Refusal.SHORT_HASH),
+    (State.AWAITING_APPROVAL, SignalKind.APPROVE, {"hash": "f" * 12}, None, Refusal.STALE_HASH),
     (State.IMPLEMENT, SignalKind.APPROVE, {"hash": SPEC}, None,
      Refusal.NOT_WAITING_FOR_APPROVAL),
     (State.AWAITING_APPROVAL, SignalKind.REQUEST_CHANGES, {"message": "more tests"},
@@ -128,7 +129,7 @@ def test_a_signal_is_answered_by_one_change_built_without_io():
     assert change.signal.status is SignalStatus.ACCEPTED
 
     # Refused: one reply, keyed by the signal, and the run stays where it is.
-    stale = signal(SignalKind.APPROVE, hash="ffffff")
+    stale = signal(SignalKind.APPROVE, hash="f" * 12)
     refused = inbox.refusal(waiting, stale, decide_signal(
         waiting, stale, authorization=ALLOWED, spec_sha256=SPEC, has_tree=False))
     assert (refused.state, refused.step, refused.checkpoint) == (
@@ -186,9 +187,20 @@ def test_a_failure_is_recorded_by_one_change_built_without_io():
     assert not failures.gives_up_effect(run, DeterministicFailure("x"))
 
 
+def test_a_short_hash_reply_says_how_many_characters_to_give():
+    verdict = decide_signal(run_in(State.AWAITING_APPROVAL),
+                            signal(SignalKind.APPROVE, hash=SPEC[:6]), authorization=ALLOWED,
+                            spec_sha256=SPEC, has_tree=False)
+    assert verdict.refusal is Refusal.SHORT_HASH
+    reply = render_reply({"run": "r1", "refusal": verdict.refusal.value,
+                          "params": dict(verdict.params)}, Words())
+    assert "at least 12 characters" in reply and f"`{SPEC[:6]}` has 6" in reply
+    assert f"/approve {SPEC[:12]}" in reply
+
+
 def test_a_stale_hash_reply_names_the_current_one_in_the_forges_words():
     verdict = decide_signal(run_in(State.AWAITING_APPROVAL),
-                            signal(SignalKind.APPROVE, hash="123456"), authorization=ALLOWED,
+                            signal(SignalKind.APPROVE, hash="123456abcdef"), authorization=ALLOWED,
                             spec_sha256=SPEC, has_tree=False)
     reply = render_reply({"run": "r1", "refusal": verdict.refusal.value,
                           "params": dict(verdict.params)}, Words())
