@@ -52,3 +52,23 @@ def test_an_output_folder_1100_deep_is_scrubbed_without_recursion(tmp_path):
     assert not out.exists()
     remove_scratch(tmp_path / "1")
     assert not (tmp_path / "1").exists()
+
+
+def test_a_secret_printed_encoded_is_masked_in_every_alignment():
+    """base64 (either alphabet, anywhere in a longer stream), hex and percent-encoding of a
+    known value are masked in text and bytes; what surrounds it stays readable."""
+    import base64
+    from urllib.parse import quote
+
+    redact = Redactor([SECRET, "p@ss/word+1"])
+    for prefix in (b"", b"K", b"KE", b"KEY=", b"\xff\x00\x01"):
+        for suffix in (b"", b"\n", b"!?", b"tail bytes"):
+            stream = prefix + SECRET.encode() + suffix
+            for encoded in (base64.b64encode(stream), base64.urlsafe_b64encode(stream)):
+                assert redact(encoded.decode()) != encoded.decode(), stream
+                assert b"***" in redact.bytes(b"out: " + encoded), stream
+    for shown in (SECRET.encode().hex(), SECRET.encode().hex().upper(),
+                  quote("p@ss/word+1", safe="")):
+        assert redact(f"x {shown} y") == "x *** y"
+    assert redact("nothing secret: aGVsbG8gd29ybGQ= 68656c6c6f") == (
+        "nothing secret: aGVsbG8gd29ybGQ= 68656c6c6f")

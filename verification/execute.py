@@ -11,10 +11,11 @@ caller can persist each in a database connection that belongs to that thread.
 
 Checks get no secrets: their environment is built by allowlist (`check_environment`: PATH,
 the locale, and only the variables the repository's `verify.env` asks for AND the operator
-allows), with `HOME` a fresh empty folder of the plan's scratch (removed after it) and `TMPDIR`
-the sandbox's private `/tmp`. A variable asked for but not allowed is withheld, and every log
-of the plan says so. Each check also gains `RATCHET_JUNIT` (a file the check may write JUnit
-XML to; the detected pytest check does), `RATCHET_CHECK` (its key) and `RATCHET_WORKSPACE`.
+allows, none for a pull request's head), with `HOME` a fresh empty folder of the plan's
+scratch (removed after it) and `TMPDIR` the sandbox's private `/tmp`. A variable asked for
+but not allowed is withheld, and every log of the plan says so. Each check also gains
+`RATCHET_JUNIT` (a file the check may write JUnit XML to; the detected pytest check does),
+`RATCHET_CHECK` (its key) and `RATCHET_WORKSPACE`.
 
 Checks are untrusted code: the caller passes a `Confine` that wraps each command (the runner's
 sandbox); the root and the scratch folder holding the JUnit files are its writable folders.
@@ -58,13 +59,22 @@ MAX_JUNIT_BYTES = 32 << 20
 
 
 def check_environment(
-    host: Mapping[str, str], requested: Sequence[str], allowed: Collection[str]
+    host: Mapping[str, str], requested: Sequence[str], allowed: Collection[str], *,
+    untrusted: bool = False,
 ) -> tuple[dict[str, str], tuple[str, ...]]:
     """The environment checks run with, and a note for each variable withheld.
 
     ``host`` is the runner's environment; ``requested`` the names the repository's
     ``verify.env`` lists; ``allowed`` the names the operator allows (RATCHET_CHECK_ENV).
+    ``untrusted`` code (a pull request's head: whoever opened it wrote the checks' bodies)
+    gets none of them, whatever the operator allows.
     """
+    if untrusted:
+        return base_environment(host), tuple(
+            f"the repository asks for {name} in verify.env, but a pull request's head is"
+            f" verified without the repository's secrets, so the checks run without it"
+            for name in requested
+        )
     granted = [name for name in requested if name in allowed]
     notes = tuple(
         f"the repository asks for {name} in verify.env, but the operator does not allow it"

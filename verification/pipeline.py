@@ -111,6 +111,7 @@ class Verification:
         artifacts: Mapping[str, str] | None = None,
         max_log_bytes: int | None = None,
         network: Any = None,
+        untrusted: bool = False,
     ) -> EvidenceBundle:
         """Run the plan's checks confined by ``sandbox`` and bundle the evidence.
 
@@ -118,7 +119,8 @@ class Verification:
         only through ``network`` (``Sandbox.command``'s: the caller's egress proxy, which
         applies ``verify.network``). Their environment is ``check_environment``'s: of the
         runner's ``host_env``, only what the config's ``verify.env`` asks for and
-        ``allowed_env`` (the operator's RATCHET_CHECK_ENV) allows. ``on_result``, ``reuse``,
+        ``allowed_env`` (the operator's RATCHET_CHECK_ENV) allows, nothing of it when the
+        change is ``untrusted`` (a pull request's head). ``on_result``, ``reuse``,
         ``redact`` and ``max_log_bytes`` are ``execute_plan``'s. ``artifacts`` (path -> sha256)
         are listed in the evidence. Raises ``SandboxUnavailable`` (from ``sandbox.check``) and
         RevisionError (a worktree of the head, the diff stat).
@@ -132,7 +134,8 @@ class Verification:
             sandbox.check()
             confine = functools.partial(sandbox.command, readable=tuple(readable),
                                         network=network)
-            env, withheld = check_environment(host_env, self.config.env, allowed_env)
+            env, withheld = check_environment(host_env, self.config.env, allowed_env,
+                                               untrusted=untrusted)
             with self._checked_out() as folder:
                 results = execute_plan(plan, folder, on_result=on_result, reuse=reuse,
                                        redact=redact, env=env, confine=confine,

@@ -75,7 +75,7 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
             on_result=persist, reuse=previous.get,
             redact=services.settings.redact, max_log_bytes=services.settings.max_log_bytes,
             artifacts={path: sha256_hex(data) for path, data in artifacts.items()},
-            network=proxy.endpoint if proxy else None,
+            network=proxy.endpoint if proxy else None, untrusted=pull_request,
         )
     blocked = [services.settings.redact(sentence) for sentence in proxy.blocked] if proxy else []
     results = list(bundle.results)

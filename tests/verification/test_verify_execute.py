@@ -238,6 +238,15 @@ def test_checks_get_a_fresh_empty_home_and_no_variable_nobody_allowed(tmp_path: 
     assert not Path(second.split("home=")[1]).exists()  # removed after the plan
 
 
+
+def test_a_pull_request_head_gets_no_variable_whatever_the_operator_allows() -> None:
+    host = {"PATH": "/usr/bin", "NPM_TOKEN": "npm-secret", "GH_TOKEN": "gh-secret"}
+    env, notes = check_environment(host, ["NPM_TOKEN"], {"NPM_TOKEN"}, untrusted=True)
+    assert env == {"PATH": "/usr/bin"}
+    assert notes == ("the repository asks for NPM_TOKEN in verify.env, but a pull request's"
+                     " head is verified without the repository's secrets, so the checks run"
+                     " without it",)
+
 def test_declared_junit_report_is_read(tmp_path: Path) -> None:
     xml = (
         '<testsuite><testcase classname="t" name="a"/>'
