@@ -1,14 +1,22 @@
 """``/ratchet`` commands in comments: parsed, pure.
 
-A command is the first line of a comment that starts with ``/ratchet``; anything else in the
-comment is ignored, except for ``request-changes``, whose feedback is the rest of that line and
-every line after it. Quoted lines (``> /ratchet approve``) are not commands: they quote one.
+A command is the first line of a comment's plain text that starts with ``/ratchet``; anything
+else in the comment is ignored, except for ``request-changes``, whose feedback is the rest of
+that line and every line of the comment after it. Plain text is what a reader sees as the
+comment's own words, read with a CommonMark parser (markdown-it): lines of top-level
+paragraphs. A command quoted (``> /ratchet approve``), shown as code (fenced, indented or
+inline), inside an HTML comment or a collapsed ``<details>`` block, in a list or a heading is
+not one: quoting or showing a command must not run it, and what the reader cannot see must not
+act.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
+
+from markdown_it import MarkdownIt
 
 from runner.budget import BadRaise, parse_raise
 from runner.names import VERBS, SignalKind
@@ -59,7 +67,7 @@ def parse_command(body: str | None) -> Command | None:
     Raises ``CommandError`` for ``/ratchet`` with an unknown verb or a missing argument.
     """
     lines = (body or "").splitlines()
-    for index, line in enumerate(lines):
+    for index, line in plain_lines(body or ""):
         match = _COMMAND.match(line.strip())
         if match is None:
             continue
@@ -70,7 +78,7 @@ def parse_command(body: str | None) -> Command | None:
         rest = match.group("rest").strip()
         kind = VERBS[verb]
         if kind is SignalKind.REQUEST_CHANGES:
-            feedback = "\n".join([rest, *lines[index + 1:]]).strip()
+            feedback = "\n".join([_source_rest(lines[index], rest), *lines[index + 1:]]).strip()
             if not feedback:
                 raise CommandError("`/ratchet request-changes` needs feedback after it")
             return Command(kind, checked_feedback(feedback))
@@ -86,6 +94,49 @@ def parse_command(body: str | None) -> Command | None:
             return Command(kind, rest)
         return Command(kind, "")
     return None
+
+
+def _source_rest(source: str, plain: str) -> str:
+    """What follows the command on its source line, as written (feedback keeps its markup);
+    ``plain`` when the line does not hold it."""
+    at = source.lower().find(PREFIX)
+    match = _COMMAND.match(source[at:].strip()) if at >= 0 else None
+    return match.group("rest").strip() if match is not None else plain
+
+
+_MARKDOWN = MarkdownIt("commonmark")
+_DETAILS_OPEN = re.compile(r"<details[\s>]", re.IGNORECASE)
+_DETAILS_CLOSE = re.compile(r"</details\s*>", re.IGNORECASE)
+
+
+def plain_lines(body: str) -> Iterator[tuple[int, str]]:
+    """Each line of ``body``'s plain text (see the module docstring) with the index of the
+    source line it starts on. Inline code keeps its backticks (so it never starts with
+    ``/ratchet``); inline HTML, comments included, is dropped."""
+    tokens = _MARKDOWN.parse(body)
+    details = 0  # <details> blocks open around the current token
+    for position, token in enumerate(tokens):
+        if token.type == "html_block":
+            details = max(0, details + len(_DETAILS_OPEN.findall(token.content))
+                          - len(_DETAILS_CLOSE.findall(token.content)))
+            continue
+        top_paragraph = (token.type == "inline" and token.level == 1 and position > 0
+                         and tokens[position - 1].type == "paragraph_open")
+        if not top_paragraph or details or token.map is None:
+            continue
+        line = start = token.map[0]  # the source line now, and the one the text started on
+        text = ""
+        for child in token.children or ():
+            if child.type in {"softbreak", "hardbreak"}:
+                yield start, text
+                line += 1
+                start, text = line, ""
+            elif child.type in {"text", "code_inline"}:
+                start = start if text else line
+                text += child.content if child.type == "text" else f"`{child.content}`"
+            elif child.type == "html_inline":
+                line += child.content.count("\n")
+        yield start, text
 
 
 def checked_feedback(text: str) -> str:
