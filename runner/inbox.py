@@ -1,7 +1,8 @@
 """Answering the run's inbox, built without I/O: a pending signal refused (one reply saying
-why), accepted (its transition, and a reaction where it came with a comment) or deferred (its
-author's access could not be learned: it is asked again later); a wait past its deadline timed
-out; on history that cannot be trusted, every signal but a cancel refused.
+why, at most one per forge author per run per minute), accepted (its transition, and a
+reaction where it came with a comment) or deferred (its author's access could not be learned:
+it is asked again later); a wait past its deadline timed out; on history that cannot be
+trusted, every signal but a cancel refused.
 
 ``runner/signals.py`` decides whether a signal is accepted; this module builds the ``Change``
 that answers it. ``runner/session.py`` reads what an answer needs (the signal, the run's
@@ -21,23 +22,43 @@ from runner.changes import effect, entry_event, stop, unchanged, wait_deadline
 from runner.decisions import Limits, approval_timed_out_reason, backoff
 from runner.effects import EffectRequest
 from runner.errors import CorruptRecord
-from runner.ledger.records import Change, Checkpoint, NewEvent, Run, Signal, SignalDecision
-from runner.names import EffectKind, EventType, SignalKind, SignalStatus, StepId
+from runner.ledger.records import (
+    Change,
+    Checkpoint,
+    Event,
+    NewEvent,
+    Run,
+    Signal,
+    SignalDecision,
+)
+from runner.names import (
+    LOCAL_ORIGIN,
+    EffectKind,
+    EventType,
+    SignalKind,
+    SignalStatus,
+    StepId,
+)
 from runner.signal_payloads import RequestChanges
 from runner.signals import Verdict
 from runner.views import RunStatus
 from runner.workflow import Outcome, transition
 
+# One refusal reply per author per run in this many seconds: a reader posting twenty commands
+# gets one reply, and the installation's spaced writes are not spent on the other nineteen.
+REPLY_INTERVAL = 60.0
+
 
 def answer(run: Run, signal: Signal, verdict: Verdict, *, spec_sha256: str | None,
            history: Sequence[Checkpoint], approval_timeout: float | None, now: float,
-           status: RunStatus | None = None) -> Change:
-    """The change answering ``signal`` as ``verdict`` decided: a refusal, a status reply
+           status: RunStatus | None = None, replied_lately: bool = False) -> Change:
+    """The change answering ``signal`` as ``verdict`` decided: a refusal (without a reply when
+    ``replied_lately`` says its author had one within ``REPLY_INTERVAL``), a status reply
     (``status``: the run's, read when ``needs_status`` says so), a budget raise or an accepted
     transition. A wait the answer enters gets its deadline from ``wait_deadline``
     (``approval_timeout``: the service's default)."""
     if not verdict.accepted:
-        return refusal(run, signal, verdict)
+        return refusal(run, signal, verdict, reply=not replied_lately)
     if signal.kind is SignalKind.BUDGET:
         change, taken = budget_raise(run, signal, verdict, spec_sha256=spec_sha256,
                                      history=history)
@@ -89,20 +110,34 @@ def answer_name(signal: Signal) -> str:
     return f"{signal.kind.value}.{sha256_hex(signal.id)[:12]}"
 
 
-def refusal(run: Run, signal: Signal, verdict: Verdict) -> Change:
-    """A refused signal: its one reply, saying why, and the run stays where it is."""
+def refusal(run: Run, signal: Signal, verdict: Verdict, *, reply: bool = True) -> Change:
+    """A refused signal: its one reply saying why (none when ``reply`` is False: its author
+    was answered lately), and the run stays where it is."""
     assert verdict.refusal is not None
-    reply = effect(run, EffectKind.REPLY, f"reply.{answer_name(signal)}", {
+    replies = (effect(run, EffectKind.REPLY, f"reply.{answer_name(signal)}", {
         "run": run.id, "signal": signal.id, "author": signal.author,
         "refusal": verdict.refusal.value, "params": dict(verdict.params),
         "in_reply_to": _comment(signal),
-    })
+    }).intent(),) if reply else ()
     return unchanged(run, events=(NewEvent(
         EventType.SIGNAL_REFUSED, step=run.step,
         data={"signal": signal.id, "kind": signal.kind.value, "author": signal.author,
-              "refusal": verdict.refusal.value, "params": dict(verdict.params)}),),
-        effects=(reply.intent(),),
+              "refusal": verdict.refusal.value, "params": dict(verdict.params),
+              "replied": reply}),),
+        effects=replies,
         signal=SignalDecision(signal.id, SignalStatus.REFUSED, verdict.reason))
+
+
+def replied_lately(events: Sequence[Event], signal: Signal, *, now: float) -> bool:
+    """Whether the author of ``signal`` (from a forge: this host's operator is answered every
+    time) was sent a refusal in the run's last ``REPLY_INTERVAL`` seconds (``events``: the
+    run's, from the ledger, so every worker sees the same answer)."""
+    if signal.origin == LOCAL_ORIGIN:
+        return False
+    login = signal.author.lower()
+    return any(e.type == EventType.SIGNAL_REFUSED and e.at > now - REPLY_INTERVAL
+               and str(e.data.get("author", "")).lower() == login
+               and e.data.get("replied", True) for e in events)
 
 
 def status_reply(run: Run, signal: Signal, verdict: Verdict, status: RunStatus) -> Change:

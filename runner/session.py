@@ -272,9 +272,11 @@ class Session:
         now = time.time()
         status = (read_status(self.store, run.id, now=now)
                   if inbox.needs_status(signal, verdict) else None)
+        quiet = not verdict.accepted and inbox.replied_lately(
+            self.store.events(run.id), signal, now=now)
         return self._commit(run, inbox.answer(
             run, signal, verdict, spec_sha256=spec_sha, history=history, status=status,
-            approval_timeout=self.settings.approval_timeout, now=now),
+            approval_timeout=self.settings.approval_timeout, now=now, replied_lately=quiet),
             completed=[c.step for c in history])
 
     def _refuse_all(self, run: Run, error: CorruptRecord) -> None:

@@ -72,6 +72,22 @@ def test_a_refused_author_changes_nothing_and_gets_one_reply(waiting):
     assert len(ratchet.outbox(run_id).comments) == 2  # the tracking comment and one reply
 
 
+def test_twenty_refused_commands_from_one_author_get_one_reply(waiting):
+    engine, store, ratchet, run_id = waiting
+    spec_hash = ratchet.spec_hash(run_id)
+    for n in range(20):
+        engine.receive(forge_approve(run_id, spec_hash, f"burst-{n}"))
+    engine.drive(run_id)
+
+    signals = store.signals(run_id)
+    assert len(signals) == 20 and {s.status for s in signals} == {SignalStatus.REFUSED}
+    replies = [e for e in store.effects(run_id) if e.kind is EffectKind.REPLY]
+    assert len(replies) == 1  # the other nineteen are recorded, not answered
+    refused = [e for e in store.events(run_id) if e.type == "SIGNAL_REFUSED"]
+    assert [e.data["replied"] for e in refused] == [True] + [False] * 19
+    assert len([c for c in ratchet.outbox(run_id).comments if c["name"] is None]) == 1
+
+
 def test_local_signals_are_answered_in_order_each_once(waiting):
     engine, store, ratchet, run_id = waiting
     spec_hash = ratchet.spec_hash(run_id)
