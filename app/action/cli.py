@@ -35,7 +35,7 @@ action's inputs as INPUT_<NAME> variables:
   INPUT_BASE, INPUT_HEAD  verify mode: revisions overriding the event's
   INPUT_TRIGGER-LABEL   run mode: the label that starts a run (default ratchet)
   INPUT_CONFIG          verify mode: a config file in the workspace instead of
-                        .github/ratchet.yml at the head
+                        .github/ratchet.yml at the base (not on pull_request_target)
 
 example (outside Actions):
   INPUT_MODE=verify GITHUB_EVENT_NAME=workflow_dispatch GITHUB_EVENT_PATH=event.json \\

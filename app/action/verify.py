@@ -2,8 +2,13 @@
 with its evidence where a reviewer looks.
 
 The plan and its execution are ``ratchet verify``'s (``verification/pipeline.py``): changed
-files from ``base...head``, the repository config at the head (or the ``config`` input), checks
-in the sandbox in a temporary worktree of the head. The evidence goes to:
+files from ``base...head``, the repository config at the base (or the ``config`` input's file
+in the workspace), checks in the sandbox in a temporary worktree of the head. A change never
+chooses the checks that verify it: a fork's pull request on ``pull_request_target`` (where the
+token may write) runs the base's checks on its code. Before any check runs, the checkout's git
+config is rid of the token ``actions/checkout`` may have left there (``checkout.py``); the
+job's environment never reaches a check but for what ``verify.env`` asks and
+``RATCHET_CHECK_ENV`` allows. The evidence goes to:
 
 - the step summary (plan, per-check status and time, failing checks with their log tails);
 - annotations as workflow commands, errors first (the runner shows 10 per level and step);
@@ -29,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from app.action.channels import SHOWN_PER_LEVEL, Runner, most_important_first
+from app.action.checkout import scrub_credentials
 from app.action.env import ActionEnv, ActionError
 from app.action.trigger import Revisions, read_payload, revisions_for
 from app.settings import Settings
@@ -94,7 +100,7 @@ def verify_job(env: ActionEnv, settings: Settings, runner: Runner) -> int:
     try:
         revisions = revisions_for(env.event_name, read_payload(env.event_path), env.inputs,
                                   sha=env.sha)
-        bundle, head = _verify(env, settings, revisions)
+        bundle, head = _verify(env, settings, revisions, runner)
     except ConfigError as exc:
         return _usage_error(runner, str(exc), file=exc.path, line=exc.line)
     except (ActionError, RevisionError, TreeError, GitError, SandboxUnavailable, OSError) as exc:
@@ -112,13 +118,18 @@ def verify_job(env: ActionEnv, settings: Settings, runner: Runner) -> int:
     return EXIT_BY_CONCLUSION[bundle.conclusion]
 
 
-def _verify(env: ActionEnv, settings: Settings,
-            revisions: Revisions) -> tuple[EvidenceBundle, str]:
+def _verify(env: ActionEnv, settings: Settings, revisions: Revisions,
+            runner: Runner) -> tuple[EvidenceBundle, str]:
     repo = open_repository(env.checkout)
+    removed = scrub_credentials(repo)
+    if removed:
+        runner.annotate("notice", "removed the credential actions/checkout left in the"
+                        f" checkout's git config ({', '.join(removed)}) before any check ran;"
+                        " set `persist-credentials: false` on actions/checkout", title="Ratchet")
     base = _resolve(repo, revisions.base) if revisions.base else default_base(repo)
     head = _resolve(repo, revisions.head or "HEAD")
     candidate = Candidate.between(repo, base, head)
-    config = _config(env, repo, head)
+    config = _config(env, repo, candidate.start)
     verification = plan_verification(candidate, config.verify)
     plan = verification.plan
     log.info("verify %s...%s: %d changed files, %d checks (plan %s)", base[:12], head[:12],
@@ -137,11 +148,16 @@ def _resolve(repo: Git, revision: str) -> str:
         raise ActionError(f"{exc}; {FETCH_HINT}") from None
 
 
-def _config(env: ActionEnv, repo: Git, head: str) -> RepositoryConfig:
-    """The ``config`` input's file in the workspace, else ``.github/ratchet.yml`` at the head."""
+def _config(env: ActionEnv, repo: Git, base: str) -> RepositoryConfig:
+    """The ``config`` input's file in the workspace, else ``.github/ratchet.yml`` at the base
+    (as ``ratchet verify`` and a run read it: a change cannot choose its own checks)."""
     name = env.inputs.config
     if not name:
-        return read_repository_config(repo, head)
+        return read_repository_config(repo, base)
+    if env.event_name == "pull_request_target":
+        raise ActionError("the `config` input names a file in the workspace, which on"
+                          " pull_request_target may be the pull request's own: remove the input"
+                          " (verify mode reads .github/ratchet.yml at the base)")
     try:
         data = read_beneath(env.checkout, name, limit=MAX_CONFIG_BYTES)
     except UnsafePath as exc:

@@ -9,6 +9,7 @@ the job's output or summary.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
@@ -40,8 +41,8 @@ def scene(open_scene: Any) -> Scene:
                        "calc.py": CALC, "test_calc.py": TEST})
 
 
-def pull_request(scene: Scene, files: dict[str, str], *, fork: bool = False
-                 ) -> tuple[dict[str, Any], Path, str]:
+def pull_request(scene: Scene, files: dict[str, str], *, fork: bool = False,
+                 action: str = "opened") -> tuple[dict[str, Any], Path, str]:
     """A pull request changing ``files`` (branch ``feature``), its ``pull_request.opened``
     payload, and the job's workspace as ``actions/checkout`` with ``fetch-depth: 0`` leaves it."""
     work = scene.root / "author"
@@ -52,7 +53,7 @@ def pull_request(scene: Scene, files: dict[str, str], *, fork: bool = False
     git(work, "push", "--quiet", "origin", "feature")
     number = scene.fake.create_pull(OWNER, REPO, head="feature", base="main",
                                     title="Change calc", author=WRITER)
-    payload = scene.common(example("pull_request", "opened"), WRITER)
+    payload = scene.common(example("pull_request", action), WRITER)
     payload["number"] = number
     payload["pull_request"] = scene.read(f"/repos/{OWNER}/{REPO}/pulls/{number}")
     if fork:
@@ -147,9 +148,10 @@ def test_a_fork_pull_request_with_a_read_only_token_makes_no_check_run_call(
     assert_no_secret(result, READ_ONLY_TOKEN)
 
 
-def test_a_bad_config_is_an_error_annotation_naming_file_and_line(scene: Scene) -> None:
+def test_a_bad_config_is_an_error_annotation_naming_file_and_line(open_scene: Any) -> None:
     broken = CONFIG + "    - {id: lint, kind: nonsense, run: 'true'}\n"
-    payload, workspace, _ = pull_request(scene, {".github/ratchet.yml": broken})
+    scene = open_scene({".github/ratchet.yml": broken, "calc.py": CALC, "test_calc.py": TEST})
+    payload, workspace, _ = pull_request(scene, {"calc.py": CALC + "\n# steady\n"})
     result = scene.run(scene.job("pull_request", payload, workspace=workspace), mode="verify")
 
     assert result.exit_code == 2
@@ -174,3 +176,93 @@ def test_a_token_without_checks_write_is_told_in_the_summary(scene: Scene) -> No
     assert "permissions: checks: write" in result.summary
     assert scene.fake.check_runs(OWNER, REPO, head) == []
     assert_no_secret(result, READ_ONLY_TOKEN)
+
+
+# The fork's own config: a check that prints every credential it can name.
+STEAL = ("verify:\n  checks:\n    - {id: steal, kind: test, run: 'echo STOLEN $GITHUB_TOKEN;"
+         " cat .git/config; env'}\n")
+# The fork's test: what any test a pull request brings can do. It finds the checkout's git
+# config from its worktree's .git file (and any file that config includes), reads the whole
+# environment, and writes it all to a file outside (the sandbox is off here, so nothing but
+# Ratchet's own care stands between it and the checkout) and, base64-encoded, to its log.
+HOSTILE = """import base64, os, pathlib, re, unittest
+
+import calc
+
+
+def loot():
+    found = [repr(sorted(os.environ.items()))]
+    gitdir = pathlib.Path(open('.git').read().split('gitdir:')[1].strip())
+    config = (gitdir / open(gitdir / 'commondir').read().strip()).resolve() / 'config'
+    text = config.read_text()
+    found.append(text)
+    for included in re.findall(r'path = (.+)', text):
+        found.append(pathlib.Path(included.strip()).read_text())
+    return '\\n'.join(found)
+
+
+class AddTest(unittest.TestCase):
+    def test_add(self):
+        stolen = loot()
+        pathlib.Path(%r).write_text(stolen)
+        print('LOOT', base64.b64encode(stolen.encode()).decode())
+        self.assertEqual(calc.add(2, 3), 5)
+"""
+
+
+def test_a_fork_on_pull_request_target_runs_the_bases_checks_and_sees_no_token(
+        scene: Scene) -> None:
+    loot = scene.root / "loot.txt"
+    payload, workspace, head = pull_request(
+        scene, {".github/ratchet.yml": STEAL, "test_calc.py": HOSTILE % str(loot)},
+        fork=True, action="synchronize")
+    # What actions/checkout leaves with persist-credentials on: v4's header in .git/config,
+    # later versions' file under RUNNER_TEMP that .git/config includes.
+    basic = base64.b64encode(f"x-access-token:{JOB_TOKEN}".encode()).decode()
+    header = f"AUTHORIZATION: basic {basic}"
+    git(workspace, "config", "http.https://github.com/.extraheader", header)
+    included = scene.root / "git-credentials.config"
+    git(workspace, "config", "--file", str(included), "http.https://github.com/.extraheader",
+        header)
+    git(workspace, "config", "--add", "include.path", str(included))
+    git(workspace, "config", "remote.origin.pushurl",
+        f"https://x-access-token:{JOB_TOKEN}@github.com/{OWNER}/{REPO}.git")
+    secret = "repository-secret-" + "7" * 16
+    job = scene.job("pull_request_target", payload, workspace=workspace, env={
+        "RATCHET_SANDBOX": "none", "GITHUB_TOKEN": JOB_TOKEN, "GH_TOKEN": JOB_TOKEN,
+        "DEPLOY_KEY": secret})
+    result = scene.run(job, mode="verify")
+
+    assert result.exit_code == 0, result.stderr + result.stdout
+    plan = json.loads((Path(result.outputs["bundle"]) / "plan.json").read_text())
+    assert [c["id"] for c in plan["checks"]] == ["unit"]  # the base's check, not "steal"
+    stolen = loot.read_text()  # the fork's test ran, and found nothing of the token
+    assert "extraheader" not in stolen and "x-access-token" not in stolen
+    evidence = [stolen, *(p.read_text(errors="replace")
+                          for p in Path(result.outputs["bundle"]).rglob("*") if p.is_file())]
+    [check] = scene.fake.check_runs(OWNER, REPO, head)  # pull_request_target may write it
+    assert check.conclusion == "success"
+    evidence += [check.output_summary or "", check.output_text or ""]
+    for text in evidence:
+        for value in (JOB_TOKEN, basic, secret, "STOLEN"):
+            assert value not in text
+    logged = re.search(r"LOOT (\S+)", "\n".join(evidence[1:]))
+    if logged:  # what the log kept of it decodes to no token either
+        assert JOB_TOKEN not in base64.b64decode(logged.group(1) + "==").decode(errors="replace")
+    config = (workspace / ".git" / "config").read_text()
+    assert JOB_TOKEN not in config and "extraheader" not in config and "include" not in config
+    assert f"github.com/{OWNER}/{REPO}.git" in config  # the push URL kept, without its user
+    [notice] = [a for a in result.annotations_at("notice") if "persist-credentials" in a.message]
+    assert "http.https://github.com/.extraheader" in notice.message
+    assert_no_secret(result, JOB_TOKEN, basic, secret)
+
+
+def test_the_config_input_is_refused_on_pull_request_target(scene: Scene) -> None:
+    payload, workspace, _ = pull_request(scene, {"calc.py": CALC + "\n# steady\n"}, fork=True)
+    (workspace / "mine.yml").write_text(STEAL)
+    result = scene.run(scene.job("pull_request_target", payload, workspace=workspace),
+                       mode="verify", config="mine.yml")
+    assert result.exit_code == 2
+    [error] = result.annotations_at("error")
+    assert "pull_request_target" in error.message and "config" in error.message
+    assert check_calls(scene) == []
