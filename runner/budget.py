@@ -302,6 +302,7 @@ class Allowance:
     exhaustion: Exhaustion | None
     seconds: float
     bound: dict[str, Any] | None = None
+    cost_left: float | None = None  # dollars left under max_cost_usd (None: no such limit)
 
 
 def allowance(budget: Budget, events: Iterable[Event], *, now: float, timeout: float,
@@ -316,10 +317,13 @@ def allowance(budget: Budget, events: Iterable[Event], *, now: float, timeout: f
     exhaustion = exhausted(budget, spend, runs)
     if exhaustion is not None:
         return Allowance(exhaustion, 0.0)
+    dollars = budget.limit(Limit.COST)
+    cost_left = None if dollars is None else max(0.0, dollars - spend.totals.cost_usd)
     left = seconds_left(budget, spend)
     if left is None or left[0] >= timeout:
-        return Allowance(None, timeout)
-    return Allowance(None, left[0], bound_data(budget, spend, left[1], runs))
+        return Allowance(None, timeout, cost_left=cost_left)
+    return Allowance(None, left[0], bound_data(budget, spend, left[1], runs),
+                     cost_left=cost_left)
 
 
 def budget_of(prepared: Mapping[str, Any] | None, events: Iterable[Event], *,

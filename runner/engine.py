@@ -110,15 +110,13 @@ class Engine:
         settings = self.settings
         if name:
             chosen = preset(name)
-            return CommandAgent(chosen.templates,
+            return CommandAgent(chosen.templates, preset=chosen,
                                 env=agent_environment(settings.environ,
                                                       (*chosen.env, *settings.agent_env)),
                                 sandbox=settings.sandbox,
                                 max_output_bytes=settings.max_output_bytes,
                                 max_log_bytes=settings.max_log_bytes,
-                                parse_usage=chosen.parse_usage,
-                                install_hint=chosen.install_hint,
-                                network=settings.network, hosts=chosen.hosts,
+                                network=settings.network,
                                 home_seed=settings.agent_home_seed)
         if not command:
             raise DeterministicFailure(

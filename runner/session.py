@@ -354,9 +354,8 @@ class Session:
         if allowed.exhaustion is not None:
             raise BudgetExhausted(allowed.exhaustion.reason,
                                   exhaustion=allowed.exhaustion.to_dict())
-        if allowed.bound is None:
-            return services
-        return replace(services, agent_timeout=allowed.seconds, budget_bound=allowed.bound)
+        return replace(services, agent_timeout=allowed.seconds, budget_bound=allowed.bound,
+                       cost_left=allowed.cost_left)
 
     def _input(self, run: Run, history: list[Checkpoint]) -> StepInput:
         assert self.worktree is not None, "a runnable run has a worktree"

@@ -104,6 +104,7 @@ def test_placeholders_are_substituted_per_argv_element_without_a_shell(tmp_path:
         tmp_path,
         """
         import json, os, sys
+        assert sys.stdin.read() == ""  # the prompt is an argument here: not given twice
         open(os.environ["RATCHET_OUTPUT"], "w").write(json.dumps(sys.argv[1:]))
         """,
     )
@@ -148,7 +149,7 @@ def test_environment_cwd_and_stdin(tmp_path: Path) -> None:
         "RATCHET_WORKTREE": str(task.worktree),
         "EXTRA": "yes",
         "cwd": str(task.worktree.resolve()),
-        "stdin": "",
+        "stdin": task.prompt,  # a template that passes no prompt reads it on stdin
     }
 
 

@@ -28,22 +28,20 @@ VALUES = {
     "output_dir": "/s/research.1/out",
     "phase": "research",
 }
-PROMPT, PROMPT_FILE, OUTPUT, OUTPUT_DIR = (
-    VALUES["prompt"], VALUES["prompt_file"], VALUES["output"], VALUES["output_dir"])
+PROMPT_FILE, OUTPUT, OUTPUT_DIR = VALUES["prompt_file"], VALUES["output"], VALUES["output_dir"]
 # Every preset's argv per phase group: (research and specify, implement and repair).
+CLAUDE = ["claude", "-p", "--output-format", "stream-json", "--verbose", "--add-dir", OUTPUT_DIR]
+CODEX = ["codex", "exec", "--json", "--output-last-message",
+         f"{OUTPUT_DIR}/codex.last-message.md", "--sandbox", "workspace-write", "--add-dir",
+         OUTPUT_DIR, "-"]
 EXPECTED = {
     "claude": (
-        ["claude", "-p", PROMPT, "--output-format", "json", "--add-dir", OUTPUT_DIR,
-         "--allowedTools", f"Read,Glob,Grep,Write(/{OUTPUT}),Edit(/{OUTPUT})"],
-        ["claude", "-p", PROMPT, "--output-format", "json", "--add-dir", OUTPUT_DIR,
-         "--permission-mode", "acceptEdits", "--allowedTools", "Bash,Read,Glob,Grep,Edit,Write"],
+        [*CLAUDE, "--permission-mode", "dontAsk", "--allowedTools",
+         f"Read,Glob,Grep,Edit(/{OUTPUT_DIR}/**),Write(/{OUTPUT_DIR}/**)"],
+        [*CLAUDE, "--permission-mode", "acceptEdits", "--allowedTools",
+         "Bash,Read,Glob,Grep,Edit,Write"],
     ),
-    "codex": (
-        ["codex", "exec", "--json", "--output-last-message", OUTPUT, "--sandbox", "read-only",
-         PROMPT],
-        ["codex", "exec", "--json", "--output-last-message", OUTPUT, "--sandbox",
-         "workspace-write", PROMPT],
-    ),
+    "codex": (CODEX, CODEX),
     "aider": 2 * (
         ["aider", "--message-file", PROMPT_FILE, "--yes-always", "--no-auto-commits",
          "--no-dirty-commits", "--no-gitignore", "--no-check-update", "--no-show-release-notes",
@@ -55,7 +53,7 @@ EXPECTED = {
         ["goose", "run", "--no-session", "--quiet", "--output-format", "json",
          "--instructions", PROMPT_FILE],
     ),
-    "opencode": 2 * (["opencode", "run", "--format", "json", PROMPT],),
+    "opencode": 2 * (["opencode", "run", "--format", "json"],),
 }
 
 

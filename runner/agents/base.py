@@ -43,6 +43,9 @@ class AgentTask:
     # Hosts the repository lets its agents reach (`agent.network.allow`), within the operator's
     # bound (runner/network.py).
     network_allow: tuple[str, ...] = ()
+    # Dollars the run's budget has left (None: no dollar limit): a CLI that can cap its own
+    # spending is given it (``Preset.budget_option``).
+    cost_left: float | None = None
 
     @property
     def usage_file(self) -> Path:

@@ -43,6 +43,7 @@ from plumbing.logfile import CappedLog
 from plumbing.process import stop_group
 from runner.agents.base import AgentResult, AgentTask
 from runner.agents.home import fresh_home, remove_home
+from runner.agents.presets import Preset
 from runner.egress import Egress, egress
 from runner.errors import (
     AgentIdle,
@@ -149,11 +150,20 @@ def render_argv(parsed: Sequence[Sequence[_Part]], values: Mapping[str, str]) ->
     return ["".join(lit + (values[name] if name else "") for lit, name in word) for word in parsed]
 
 
+def reads_stdin(parsed: Sequence[Sequence[_Part]]) -> bool:
+    """Whether a template gets the prompt on stdin: it names neither ``{prompt}`` nor
+    ``{prompt_file}`` (a CLI given both would read the prompt twice: ``codex exec`` appends
+    piped stdin to its prompt argument)."""
+    return not any(name in {"prompt", "prompt_file"} for word in parsed for _, name in word)
+
+
 class CommandAgent:
     """An ``Agent`` that runs a command-line template as a subprocess.
 
-    Exit 0 with a non-empty output file completes the step; exit 75 raises
-    ``TransientFailure``; any other exit raises ``DeterministicFailure`` with the log tail.
+    The prompt goes on the agent's stdin unless the template passes ``{prompt}`` or
+    ``{prompt_file}`` (one argument over 128 KiB cannot start a process). Exit 0 with a
+    non-empty output file completes the step; exit 75 raises ``TransientFailure``; any other
+    exit raises ``DeterministicFailure`` with the log tail.
     """
 
     def __init__(
@@ -170,6 +180,7 @@ class CommandAgent:
         network: NetworkSettings | None = None,
         hosts: Sequence[str] = (),
         home_seed: Sequence[Path] = (),
+        preset: Preset | None = None,
     ) -> None:
         """``template`` is one template, or one per phase (a preset's); ``env`` the variables
         the agent gets besides the protocol's (``agent_environment``; None: that of this
@@ -177,7 +188,13 @@ class CommandAgent:
         ``install_hint`` says how to get a missing program; ``network`` and ``hosts`` (a
         preset's model APIs) say where it may connect through the egress proxy
         (``runner/network.py``); ``home_seed`` are the host paths copied into each step's fresh
-        HOME."""
+        HOME. A ``preset`` gives its templates, parser, hint and hosts where those are not
+        given, and its per-phase config, spending cap and final-message file."""
+        if preset is not None:
+            parse_usage = parse_usage or preset.parse_usage
+            install_hint = install_hint or preset.install_hint
+            hosts = tuple(hosts) or preset.hosts
+        self.preset = preset
         self.templates = ({"": template} if isinstance(template, str) else dict(template))
         self.template = next(iter(self.templates.values()))
         self._argv = {phase: parse_template(text) for phase, text in self.templates.items()}
@@ -215,6 +232,10 @@ class CommandAgent:
                 "phase": task.phase,
             },
         )
+        if task.cost_left is not None and self.preset and self.preset.budget_option:
+            # The CLI stops itself at what the run's budget has left: one session cannot
+            # overshoot it.
+            argv += [self.preset.budget_option, f"{max(task.cost_left, 0.0):.4f}"]
         log.info(
             "run %r step %r: starting agent %r in %r (sandbox: %s)",
             task.run_id, task.step, argv[0], str(task.worktree), self.sandbox.mode,
@@ -226,7 +247,8 @@ class CommandAgent:
         try:
             with egress(policy, label=f"run {task.run_id} step {task.step}") as proxy:
                 proc, printed = self._start(argv, task, template, home,
-                                            proxy.endpoint if proxy else None)
+                                            proxy.endpoint if proxy else None,
+                                            stdin=reads_stdin(parsed))
                 try:
                     stopped = self._wait(proc, task, cancel, printed)
                 finally:
@@ -300,6 +322,9 @@ class CommandAgent:
                 f"{f'; the sandbox {blocked[0]}' if blocked else ''}",
                 evidence=evidence,
             )
+        if self.preset is not None and self.preset.last_message:
+            adopt_last_message(task, self.preset.last_message, limit=self.max_output_bytes,
+                               evidence=evidence)
         return AgentResult(
             exit_code=0,
             duration_s=duration,
@@ -327,12 +352,13 @@ class CommandAgent:
         return measured(merge_usage(read_usage_file(task), parsed), seconds=duration)
 
     def _start(self, argv: list[str], task: AgentTask, template: str,
-               home: Path, network: Egress | None
+               home: Path, network: Egress | None, *, stdin: bool
                ) -> tuple[subprocess.Popen[bytes], CappedLog]:
         """Start the agent in its own session with stdout and stderr going to its capped
-        log."""
+        log, and the prompt file on its stdin when ``stdin``."""
         env = {
             **self._env,
+            **self._phase_env(task),
             **task.env,
             "HOME": str(home),
             "TMPDIR": "/tmp",
@@ -373,12 +399,13 @@ class CommandAgent:
             network=network,
         )
         printed = CappedLog(task.log_file, self.max_log_bytes)
+        prompt = task.prompt_file.open("rb") if stdin else None
         try:
             proc = subprocess.Popen(
                 command,
                 cwd=task.worktree,
                 env=env,
-                stdin=subprocess.DEVNULL,
+                stdin=prompt or subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
@@ -392,9 +419,21 @@ class CommandAgent:
                 f" {self._hint(exc)}",
                 evidence={"command": argv[0], "template": template},
             ) from exc
+        finally:
+            if prompt is not None:
+                prompt.close()  # the agent holds its own copy of the descriptor
         assert proc.stdout is not None
         printed.follow(proc.stdout)
         return proc, printed
+
+    def _phase_env(self, task: AgentTask) -> Mapping[str, str]:
+        """The preset's config for the task's phase (a permission config naming the output
+        folder)."""
+        if self.preset is None or self.preset.phase_env is None:
+            return {}
+        return self.preset.phase_env(task.phase, {
+            "output": str(task.output), "output_dir": str(task.output_dir),
+            "prompt_file": str(task.prompt_file), "phase": task.phase})
 
     def _hint(self, exc: OSError) -> str:
         """What to do about an agent that could not start: a preset's install hint when its
@@ -499,6 +538,34 @@ def read_usage_file(task: AgentTask) -> dict[str, Any]:
     except OSError as exc:
         return {"problems": [f"the usage file cannot be read: {exc}"]}
     return decode_usage(raw)
+
+
+def adopt_last_message(task: AgentTask, name: str, *, limit: int,
+                       evidence: dict[str, Any]) -> None:
+    """Where the model wrote no output, the CLI's final message (the file ``name`` in the
+    output folder) becomes it; what the model wrote is never replaced. Called once the agent
+    has ended: nothing can swap a folder while the file is written."""
+    relative = task.output.relative_to(task.output_dir).as_posix()
+    try:
+        read_beneath(task.output_dir, relative, limit=limit)
+        return  # written (or refused later by read_output for what it is)
+    except UnsafePath as exc:
+        if exc.reason != "missing":
+            return
+    try:
+        message = read_beneath(task.output_dir, name, limit=limit)
+    except UnsafePath:
+        return
+    if not message.strip():
+        return
+    # Every existing folder on the way is a real one (read_beneath said "missing", not
+    # "symlink"): create what is missing and the file, never following a link.
+    task.output.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(task.output, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                 | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "wb") as fp:
+        fp.write(message)
+    evidence["output_from"] = f"the CLI's final message ({name})"
 
 
 def read_output(

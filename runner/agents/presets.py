@@ -7,13 +7,15 @@ says carry its credentials and model endpoint: an agent of the preset gets those
 runner's environment, and nothing else of it beyond what the operator names
 (RATCHET_AGENT_ENV).
 
-Read-only phases (research, specify) get each CLI's read-only mode where it has one; the runner
-still checks the worktree after every step, whatever the CLI promised. Output formats, as
+Read-only phases (research, specify, subagent) get each CLI's read-only or permission mode
+where it has one, with writes to the output folder allowed; the runner still checks the
+worktree after every step, whatever the CLI promised. Output formats, as
 documented:
 
-- Claude Code (``claude -p --output-format json``): one result object with ``total_cost_usd``,
-  ``num_turns`` and ``usage`` (``input_tokens``, ``output_tokens``,
-  ``cache_read_input_tokens``); https://docs.anthropic.com/en/docs/claude-code/sdk/sdk-headless
+- Claude Code (``claude -p --output-format stream-json --verbose``): JSON lines; the final
+  ``result`` object has ``total_cost_usd``, ``num_turns`` and ``usage`` (``input_tokens``,
+  ``output_tokens``, ``cache_read_input_tokens``);
+  https://docs.anthropic.com/en/docs/claude-code/sdk/sdk-headless
 - Codex (``codex exec --json``): JSON lines; each ``turn.completed`` carries ``usage``
   (``input_tokens``, ``cached_input_tokens``, ``output_tokens``);
   https://developers.openai.com/codex/noninteractive
@@ -38,6 +40,7 @@ from types import MappingProxyType
 from typing import Any
 
 UsageParser = Callable[[str], dict[str, Any]]
+PhaseEnv = Callable[[str, Mapping[str, str]], Mapping[str, str]]
 
 # The phases a preset has a template for.
 PHASES = ("research", "specify", "implement", "repair", "subagent")
@@ -58,6 +61,15 @@ class Preset:
     # egress proxy adds (runner/network.py); every agent may reach them.
     hosts: tuple[str, ...] = ()
     env: tuple[str, ...] = ()  # its documented credential and endpoint variables
+    # Variables its config takes per phase (a permission config), from the phase and the
+    # template's placeholder values.
+    phase_env: PhaseEnv | None = None
+    # The option that caps what one session may spend in dollars (given what the run's budget
+    # has left), where the CLI has one.
+    budget_option: str | None = None
+    # A file in the output folder where the CLI writes its final message: the phase's output
+    # when the model wrote none.
+    last_message: str | None = None
 
     @property
     def install_hint(self) -> str:
@@ -220,12 +232,29 @@ def parse_opencode(text: str) -> dict[str, Any]:
 
 # --- the presets ---------------------------------------------------------------------------
 
-# Claude Code in print mode: read-only phases may read and write only their output (an
-# absolute path rule is written //path); others may edit and run commands in the worktree.
-_CLAUDE = "claude -p {prompt} --output-format json --add-dir {output_dir}"
-# Codex exec writes its last message to the phase's output itself.
-_CODEX = "codex exec --json --output-last-message {output} --sandbox"
-# aider: message-file mode, no commits, its history files kept out of the worktree.
+# The prompt reaches every preset by stdin or by file, never as an argument: one argument over
+# 128 KiB cannot start a process at all (E2BIG), and a research note makes prompts that large.
+# A template that names neither {prompt} nor {prompt_file} reads it on stdin
+# (runner/agents/command.py).
+
+# Claude Code in print mode, reading the prompt on stdin and streaming its events (stream-json
+# prints as it works, so the idle watch sees a healthy session; --verbose is required with
+# it). The output folder is a working directory of the session (--add-dir): a path rule alone
+# grants nothing outside them. Read-only phases may read, and edit only the output folder
+# (an absolute path rule is written //path; Edit rules cover Write); dontAsk denies the rest
+# instead of prompting. Others may edit and run commands in the worktree.
+_CLAUDE = "claude -p --output-format stream-json --verbose --add-dir {output_dir}"
+# Codex exec reads the prompt on stdin ("-") and streams JSON events. Its final message goes
+# to a file of its own in the output folder, read only when the model wrote no output
+# (``Preset.last_message``): it must never overwrite what the model wrote. Codex's read-only
+# sandbox cannot write the output, a plan or a note, so every phase runs workspace-write with
+# the output folder added as a writable root; the runner refuses worktree changes after a
+# read-only phase (and a subagent's worktree is bound read-only by the sandbox).
+CODEX_LAST_MESSAGE = "codex.last-message.md"
+_CODEX = ("codex exec --json --output-last-message {output_dir}/" + CODEX_LAST_MESSAGE
+          + " --sandbox workspace-write --add-dir {output_dir} -")
+# aider: message-file mode, no commits, its history files kept out of the worktree. It has no
+# read-only mode: a read-only phase relies on the runner's check after the step.
 _AIDER = (
     "aider --message-file {prompt_file} --yes-always --no-auto-commits --no-dirty-commits"
     " --no-gitignore --no-check-update --no-show-release-notes --no-pretty --no-stream"
@@ -233,11 +262,29 @@ _AIDER = (
     " --input-history-file {output_dir}/aider.input.history {output}"
 )
 
+
+def opencode_permissions(phase: str, values: Mapping[str, str]) -> dict[str, str]:
+    """opencode's permission config for ``phase`` (OPENCODE_CONFIG_CONTENT,
+    https://opencode.ai/docs/permissions/): in ``opencode run`` whatever would ask is
+    rejected, so writes to the output folder (outside its project) are allowed outright. A
+    read-only phase may edit only there and runs no shell; the sandbox bounds what any path
+    rule can reach."""
+    output_dir = values["output_dir"]
+    read_only = phase in READ_ONLY_PHASES
+    permission = {
+        "edit": {"*": "deny" if read_only else "allow", f"{output_dir}/**": "allow"},
+        "bash": "deny" if read_only else "allow",
+        "external_directory": {"*": "allow"},
+    }
+    return {"OPENCODE_CONFIG_CONTENT": json.dumps({"permission": permission})}
+
+
 PRESETS: Mapping[str, Preset] = MappingProxyType({
     "claude": Preset(
         name="claude", program="claude", hosts=("api.anthropic.com",),
         templates=_per_phase(
-            f"{_CLAUDE} --allowedTools Read,Glob,Grep,Write(/{{output}}),Edit(/{{output}})",
+            f"{_CLAUDE} --permission-mode dontAsk"
+            " --allowedTools Read,Glob,Grep,Edit(/{output_dir}/**),Write(/{output_dir}/**)",
             f"{_CLAUDE} --permission-mode acceptEdits"
             " --allowedTools Bash,Read,Glob,Grep,Edit,Write",
         ),
@@ -247,15 +294,16 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
         # https://docs.anthropic.com/en/docs/claude-code/settings#environment-variables
         env=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
              "ANTHROPIC_MODEL", "CLAUDE_CODE_OAUTH_TOKEN"),
+        budget_option="--max-budget-usd",
     ),
     "codex": Preset(
         name="codex", program="codex", hosts=("api.openai.com",),
-        templates=_per_phase(f"{_CODEX} read-only {{prompt}}",
-                             f"{_CODEX} workspace-write {{prompt}}"),
+        templates=_same(_CODEX),
         parse_usage=parse_codex,
         install="npm install -g @openai/codex",
         docs="https://developers.openai.com/codex/noninteractive",
         env=("OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY"),
+        last_message=CODEX_LAST_MESSAGE,
     ),
     "aider": Preset(
         name="aider", program="aider", hosts=("api.anthropic.com", "api.openai.com"),
@@ -280,12 +328,14 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
     ),
     "opencode": Preset(
         name="opencode", program="opencode", hosts=("api.anthropic.com", "api.openai.com"),
-        templates=_same("opencode run --format json {prompt}"),
+        # The prompt on stdin (https://opencode.ai/docs/cli/#run).
+        templates=_same("opencode run --format json"),
         parse_usage=parse_opencode,
         install="npm install -g opencode-ai",
         docs="https://opencode.ai/docs/cli/",
         # https://opencode.ai/docs/providers/
         env=("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY"),
+        phase_env=opencode_permissions,
     ),
 })
 

@@ -110,6 +110,12 @@ class PromptContext:
     subagents: tuple[tuple[str, str], ...] = ()  # research: declared subagents (name, focus)
     plan_limit: int = 0  # research: how many subagents its plan may add (0: none)
     artifacts_readable: bool = False  # earlier artifacts are files under $RATCHET_ARTIFACTS
+    # Absolute paths the agent writes, named in the prompt as well as in its environment (a
+    # CLI's own shell may not pass RATCHET_* on to the model): its output, the research
+    # agent's subagent plan, a subagent's note. Empty: not named.
+    output_file: str = ""
+    plan_file: str = ""
+    note_file: str = ""
 
 
 def output_path(phase: str, repair_number: int | None = None, *,
@@ -178,12 +184,20 @@ def _render_rules(ctx: PromptContext) -> str:
     rules = [
         *_PHASE_RULES[ctx.phase],
         *_subagent_rules(ctx),
+        *_paths(ctx),
         f"`$RATCHET_OUTPUT` is an absolute path; the runner stores it as {_code(ctx.output_path)} "
         "in the run directory. The step fails if it is missing or empty when you exit.",
         "Exit 0 when done. Exit 75 for a temporary problem (rate limit, network) so the runner "
         "retries; any other exit status fails the step.",
     ]
     return f"## Rules for the {ctx.phase} phase\n\n" + "\n".join(f"- {rule}" for rule in rules)
+
+
+def _paths(ctx: PromptContext) -> list[str]:
+    """Where the files the agent writes are, by absolute path."""
+    named = [("RATCHET_OUTPUT", ctx.output_file), ("RATCHET_SUBAGENT_PLAN", ctx.plan_file),
+             ("RATCHET_NOTE", ctx.note_file)]
+    return [f"`${variable}` is {_code(path)}." for variable, path in named if path]
 
 
 def _subagent_rules(ctx: PromptContext) -> list[str]:

@@ -10,6 +10,7 @@ Research may fan out to subagents once its agent's result is recorded
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from plumbing.files import printable_path
@@ -88,14 +89,18 @@ def run_agent(inp: StepInput, services: StepServices) -> StepResult:
         env = research_env(inp.config, folder / "out")
     elif phase is State.SPECIFY and (shared := readable_artifacts(inp, services, folder)):
         env, readable = {"RATCHET_ARTIFACTS": str(shared)}, [*readable, shared]
-    prompt = render_prompt(_prompt_context(inp, services, phase, output_rel, repair_number,
-                                           artifacts_readable="RATCHET_ARTIFACTS" in env))
+    output = folder / "out" / output_rel
+    prompt = render_prompt(replace(
+        _prompt_context(inp, services, phase, output_rel, repair_number,
+                        artifacts_readable="RATCHET_ARTIFACTS" in env),
+        output_file=str(output), plan_file=env.get("RATCHET_SUBAGENT_PLAN", "")))
     task = AgentTask(
         run_id=run.id, phase=phase.value, step=step, worktree=inp.worktree, prompt=prompt,
         prompt_file=folder / "prompt.md", output_dir=folder / "out",
-        output=folder / "out" / output_rel, log_file=folder / f"agent.{run.attempt}.log",
+        output=output, log_file=folder / f"agent.{run.attempt}.log",
         timeout=services.agent_timeout, idle_timeout=inp.config.agent.idle_timeout,
         readable=tuple(readable), env=env, network_allow=tuple(inp.config.agent.network.allow),
+        cost_left=services.cost_left,
     )
     result = inp.adopted
     if result is None:

@@ -47,6 +47,9 @@ class StepServices:
     # The run's budget when it is what bounds ``agent_timeout`` (an agent stopped then has
     # spent it: an authority stop, not a timeout to retry); runner/budget.py.
     budget_bound: Mapping[str, Any] | None = None
+    # Dollars the run's budget has left before this step (None: no dollar limit), for a CLI
+    # that caps its own spending.
+    cost_left: float | None = None
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from plumbing.walk import remove
 from runner.agents.base import AgentResult, AgentTask
 from runner.agents.command import read_output
 from runner.agents.prompt import PromptContext, output_path, render_prompt
-from runner.budget import Exhaustion, allowance, budget_of
+from runner.budget import Allowance, Exhaustion, allowance, budget_of
 from runner.canonical import sha256_hex
 from runner.config import RepositoryConfig
 from runner.errors import (
@@ -188,11 +188,13 @@ def fan_out(inp: StepInput, services: StepServices,
             while waiting or running:
                 while (waiting and len(running) < concurrency and exhaustion is None
                        and not stop.is_set()):
-                    exhaustion, seconds = _budget(inp, services, running=len(running))
+                    allowed = _budget(inp, services, running=len(running))
+                    exhaustion = allowed.exhaustion
                     if exhaustion is not None:
                         break
                     subagent = waiting.pop(0)
-                    task = _task(inp, services, subagent, analysis, timeout=seconds)
+                    task = _task(inp, services, subagent, analysis, timeout=allowed.seconds,
+                                 cost_left=allowed.cost_left)
                     log.info("run %r step %r: subagent %r starts", run.id, step, subagent.name)
                     running[pool.submit(agent.run, task, cancel=stop)] = (subagent, task)
                 if not running:
@@ -265,19 +267,18 @@ def readable_artifacts(inp: StepInput, services: StepServices, folder: Path) -> 
     return target if paths else None
 
 
-def _budget(inp: StepInput, services: StepServices, *,
-            running: int) -> tuple[Exhaustion | None, float]:
-    """Whether the budget lets another subagent start, and for how long."""
+def _budget(inp: StepInput, services: StepServices, *, running: int) -> Allowance:
+    """Whether the budget lets another subagent start, for how long, and with how many
+    dollars left."""
     events = services.store.events(inp.run.id)
     budget = budget_of(prepared_result(inp.history), events,
                        defaults=services.settings.budget)
-    allowed = allowance(budget, events, now=time.time(), timeout=services.agent_timeout,
-                        running=running, step=inp.run.step)
-    return allowed.exhaustion, allowed.seconds
+    return allowance(budget, events, now=time.time(), timeout=services.agent_timeout,
+                     running=running, step=inp.run.step)
 
 
 def _task(inp: StepInput, services: StepServices, subagent: Subagent, analysis: str, *,
-          timeout: float) -> AgentTask:
+          timeout: float, cost_left: float | None) -> AgentTask:
     """The subagent's agent task, its folder cleared and its prompt written."""
     run = inp.run
     folder = scratch_of(inp) / "subagents" / subagent.name
@@ -288,6 +289,7 @@ def _task(inp: StepInput, services: StepServices, subagent: Subagent, analysis: 
         run_id=run.id, phase="subagent", step=run.step, title=run.title, body=run.body,
         output_path=relative, focus=subagent.focus,
         artifacts=((output_path("research"), analysis),) if analysis else (),
+        output_file=str(out / relative), note_file=str(out / NOTE_FILE),
     ))
     task = AgentTask(
         run_id=run.id, phase="subagent", step=run.step, worktree=inp.worktree, prompt=prompt,
@@ -298,6 +300,7 @@ def _task(inp: StepInput, services: StepServices, subagent: Subagent, analysis: 
         env={"RATCHET_SUBAGENT_NAME": subagent.name, "RATCHET_SUBAGENT_FOCUS": subagent.focus,
              "RATCHET_NOTE": str(out / NOTE_FILE)},
         worktree_writable=False, network_allow=tuple(inp.config.agent.network.allow),
+        cost_left=cost_left,
     )
     task.output.parent.mkdir(parents=True, exist_ok=True)
     task.prompt_file.write_text(prompt)
