@@ -15,7 +15,7 @@ from github.effects import GitHubExecutor
 from github.gitauth import git_credentials
 from github.permissions import GitHubAuthorizer
 from github.repository import RepoTarget
-from github.routing import RouteSettings
+from github.routing import PERMISSION_EVENTS, RouteSettings
 from github.words import GITHUB_WORDS
 from runner.ledger.records import Run
 from runner.ledger.store import Store
@@ -73,8 +73,9 @@ class GitHubRuns:
         self.client = client
         self.bot_login = bot_login
         self.details_url = details_url
-        self.authorizer = GitHubAuthorizer(client, locate=self.target, bot_login=bot_login,
-                                           allowed_bots=allowed_bots)
+        self.authorizer = GitHubAuthorizer(
+            client, locate=self.target, bot_login=bot_login, allowed_bots=allowed_bots,
+            changes=lambda: store.count_deliveries(PERMISSION_EVENTS))
 
     @classmethod
     def from_settings(cls, settings: Settings, store: Store,

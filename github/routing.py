@@ -26,6 +26,12 @@ from runner.names import GITHUB_ORIGIN, VERBS, SignalKind
 from runner.origin import is_run_branch
 from runner.signal_payloads import Approve, Cancel, CommentRef, RequestChanges
 
+# Webhook events that say someone's access to a repository may have changed (a collaborator
+# added, removed or edited; an organization's members or base permission; a team's members or
+# repositories): recorded like every delivery, and every cached permission is asked again
+# (``github/permissions.py``).
+PERMISSION_EVENTS = ("member", "membership", "organization", "team")
+
 
 @dataclass(frozen=True)
 class RouteSettings:
@@ -81,6 +87,9 @@ Intent = StartRun | VerifyPullRequest | SignalFor | Ignore
 def route(name: str, event: WebhookEvent | None, settings: RouteSettings) -> Intent:
     """The intent of delivery ``name`` (the X-GitHub-Event header) with payload ``event``."""
     if event is None:
+        if name in PERMISSION_EVENTS:
+            return Ignore(f"{name}: someone's access may have changed; cached permissions are"
+                          " asked again")
         return Ignore(f"{name} events are not used")
     if _from_this_app(event.sender, settings):
         return Ignore("sent by this App")
@@ -159,7 +168,8 @@ def _comment(event: IssueCommentEvent, settings: RouteSettings) -> Intent:
         return Ignore("no /ratchet command")
     payload = command.payload(comment=CommentRef(id=comment.id, issue=event.issue.number))
     return SignalFor(event.repository.clone_url, event.issue.number, command.kind,
-                     comment.user.login, GITHUB_ORIGIN, payload)
+                     comment.user.login, GITHUB_ORIGIN, payload,
+                     pull_request=event.issue.is_pull_request)
 
 
 def _cancel(event: IssuesEvent, reason: str) -> SignalFor:
@@ -182,7 +192,7 @@ def _review(event: PullRequestReviewEvent) -> Intent:
         return Ignore(str(exc))
     return SignalFor(event.repository.clone_url, event.pull_request.number,
                      SignalKind.REQUEST_CHANGES, review.user.login, GITHUB_ORIGIN,
-                     RequestChanges(message=message, review=review.id))
+                     RequestChanges(message=message, review=review.id), pull_request=True)
 
 
 def _check_run(event: CheckRunEvent, settings: RouteSettings) -> Intent:

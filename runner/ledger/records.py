@@ -327,9 +327,17 @@ class SignalFor:
     origin: str
     payload: SignalPayload = field(default_factory=SignalPayload)  # the kind's (PAYLOADS)
     run_id: str | None = None  # the run itself, when the event names it (a check run's)
+    # ``number`` is a pull request: with no run for it yet, the signal waits (for at most
+    # ``EARLY_SIGNAL_SECONDS``) for a run to link it, since the run that opened it may not
+    # have confirmed it yet.
+    pull_request: bool = False
 
     def __post_init__(self) -> None:
         check_payload(self.kind, self.payload)
+
+
+# How long a signal for a pull request no run has linked waits for one to link it.
+EARLY_SIGNAL_SECONDS = 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -345,7 +353,7 @@ class DeliveryIntake:
 @dataclass(frozen=True)
 class DeliveryOutcome:
     recorded: bool  # False: a redelivery; nothing changed
-    decision: str  # what was done: "start", "signal" or "ignore"
+    decision: str  # what was done: "start", "signal", "wait" (an early signal) or "ignore"
     reason: str
     run_id: str | None = None
 

@@ -133,6 +133,30 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         CREATE INDEX runs_by_pr ON runs (repo, pr);
         """,
     ),
+    (
+        5,
+        """
+        CREATE INDEX deliveries_by_event ON deliveries (event);
+        CREATE TABLE early_signals (
+            id TEXT PRIMARY KEY,
+            repo TEXT NOT NULL,
+            number {bigint} NOT NULL,
+            kind TEXT NOT NULL,
+            author TEXT NOT NULL,
+            origin TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            created_at {real} NOT NULL
+        );
+        CREATE INDEX early_signals_by_number ON early_signals (repo, number);
+        CREATE TABLE replies (
+            repo TEXT NOT NULL,
+            number {bigint} NOT NULL,
+            login TEXT NOT NULL,
+            at {real} NOT NULL,
+            PRIMARY KEY (repo, number, login)
+        );
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1][0]

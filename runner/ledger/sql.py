@@ -31,6 +31,7 @@ from runner.errors import (
 )
 from runner.ledger import schema
 from runner.ledger.records import (
+    EARLY_SIGNAL_SECONDS,
     Change,
     Checkpoint,
     DeliveryIntake,
@@ -753,7 +754,11 @@ class SqlStore(ABC):
         elif signal is not None:
             active = (self._named_run(tx, signal.repo, signal.run_id) if signal.run_id
                       else self._active_run(tx, signal.repo, signal.number, by="either"))
-            if active is None:
+            if active is None and signal.pull_request and signal.run_id is None:
+                self._keep_early(tx, f"delivery:{delivery.id}", signal, at)
+                decision, reason = "wait", (
+                    f"no run has linked #{signal.number} yet: the signal waits for one")
+            elif active is None:
                 target = signal.run_id or f"#{signal.number}"
                 decision, reason = "ignore", f"no active run for {target}"
             else:
@@ -785,10 +790,62 @@ class SqlStore(ABC):
 
     def link_pull_request(self, lease: Lease, number: int, *,
                           now: float | None = None) -> None:
+        at = _now(now)
         with self._write() as tx:
             self._fence(tx, lease, "link its pull request")
             tx.run("UPDATE runs SET pr = ?, updated_at = ? WHERE id = ?",
-                   (number, _now(now), lease.run_id))
+                   (number, at, lease.run_id))
+            run = _run_from_row(self._select_run(tx, lease.run_id))
+            since = at - EARLY_SIGNAL_SECONDS
+            early = tx.all(
+                "SELECT * FROM early_signals WHERE repo = ? AND number = ? AND created_at > ?"
+                " ORDER BY created_at, id", (run.repo, number, since))
+            tx.run("DELETE FROM early_signals WHERE (repo = ? AND number = ?) OR created_at <= ?",
+                   (run.repo, number, since))
+            if not early:
+                return
+            seq = self._allocate(tx, run.id, len(early))
+            events = []
+            for row in early:
+                kind = SignalKind(row["kind"])
+                new = NewSignal(row["id"], run.id, kind, row["author"], row["origin"],
+                                read_payload(kind, json.loads(row["payload"])))
+                self._insert_signal(tx, new, row["created_at"], status=SignalStatus.PENDING,
+                                    reason=None)
+                events.append(NewEvent(EventType.SIGNAL_RECEIVED, step=run.step, data={
+                    "signal": new.id, "kind": kind.value, "author": new.author,
+                    "origin": new.origin, "early": True}))
+            self._insert_events(tx, run.id, seq, run.lease_epoch, at, events)
+
+    def _keep_early(self, tx: Tx, signal_id: str, signal: SignalFor, at: float) -> None:
+        """Keep a signal for a pull request no run has linked yet (``link_pull_request``
+        adopts it)."""
+        tx.run(
+            "INSERT INTO early_signals (id, repo, number, kind, author, origin, payload,"
+            " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            (signal_id, signal.repo, signal.number, signal.kind.value, signal.author,
+             signal.origin, json.dumps(signal.payload.to_stored(), sort_keys=True), at))
+
+    def count_deliveries(self, events: Collection[str]) -> int:
+        if not events:
+            return 0
+        marks = ", ".join("?" for _ in events)
+        with self._read() as tx:
+            row = tx.one(f"SELECT COUNT(*) AS n FROM deliveries WHERE event IN ({marks})",
+                         tuple(events))
+        return 0 if row is None else int(row["n"])
+
+    def claim_reply(self, repo: str, number: int, login: str, *, interval: float,
+                    now: float | None = None) -> bool:
+        at = _now(now)
+        with self._write() as tx:
+            row = tx.one(
+                "INSERT INTO replies (repo, number, login, at) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (repo, number, login) DO UPDATE SET at = excluded.at"
+                " WHERE replies.at <= ? RETURNING at",
+                (repo, number, login.lower(), at, at - interval),
+            )
+        return row is not None
 
     def _active_verification(self, tx: Tx, start: NewRun) -> str | None:
         """The run verifying the same pull request head, if one has not ended."""

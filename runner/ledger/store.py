@@ -166,7 +166,19 @@ class Store(Protocol):
 
     def link_pull_request(self, lease: Lease, number: int, *,
                           now: float | None = None) -> None:
-        """Remember the run's pull request number (commands on it then reach the run)."""
+        """Remember the run's pull request number (commands on it then reach the run, and
+        those that arrived for it before, within ``EARLY_SIGNAL_SECONDS``, join its inbox)."""
+        ...
+
+    def count_deliveries(self, events: Collection[str]) -> int:
+        """How many deliveries of these events were recorded (a cache of what they change is
+        good while this stays the same)."""
+        ...
+
+    def claim_reply(self, repo: str, number: int, login: str, *, interval: float,
+                    now: float | None = None) -> bool:
+        """Whether ``login`` may be sent a reply on ``repo``'s issue ``number`` now: True at
+        most once per ``interval`` seconds for the three, whichever process asks."""
         ...
 
     # reads for people (the dashboard)

@@ -11,8 +11,9 @@ from github.client import GitHubClient
 from github.errors import GitHubUnavailable
 from github.permissions import PERMISSION_TTL, GitHubAuthorizer
 from github.repository import RepoTarget
+from github.routing import PERMISSION_EVENTS
 from runner.ledger import open_store
-from runner.ledger.records import NewRun, Run, Signal
+from runner.ledger.records import NewDelivery, NewRun, Run, Signal
 from runner.names import SignalKind, SignalStatus
 from runner.signal_payloads import Approve
 from tests.fakes.conftest import OWNER, REPO
@@ -126,6 +127,26 @@ def test_answers_are_cached_for_a_minute(
     fake.advance_clock(PERMISSION_TTL + 1)
     assert not authorizer.authorize(run, signal("bob", n=3)).allowed
     assert permission_calls(fake) == 2
+
+
+def test_a_recorded_access_change_drops_every_cached_answer(
+    fake: FakeGitHub, client: GitHubClient, run: Run, tmp_path: Path
+) -> None:
+    """A writer demoted to read cannot approve for the rest of the minute: the ``member``
+    webhook the demotion sent, recorded by any process, empties the cache."""
+    store = open_store(str(tmp_path / "changes.db"))
+    authorizer = GitHubAuthorizer(
+        client, locate=lambda run: RepoTarget(OWNER, REPO, INSTALLATION), bot_login=None,
+        clock=fake.clock.now, changes=lambda: store.count_deliveries(PERMISSION_EVENTS))
+    fake.set_permission(OWNER, REPO, "bob", "maintain")
+    assert authorizer.authorize(run, signal("bob", n=1)).allowed
+    fake.set_permission(OWNER, REPO, "bob", "read")
+    assert authorizer.authorize(run, signal("bob", n=2)).allowed  # cached: nothing said so
+    store.accept_delivery(NewDelivery("g-1", "member", "edited", "ignore", "access changed"))
+    refused = authorizer.authorize(run, signal("bob", n=3))
+    assert not refused.allowed and "bob has read access" in refused.detail
+    assert permission_calls(fake) == 2
+    store.close()
 
 
 def test_a_failure_to_ask_is_raised_not_taken_for_a_refusal(

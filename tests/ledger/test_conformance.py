@@ -18,6 +18,7 @@ from runner.errors import (
 )
 from runner.ledger import schema
 from runner.ledger.records import (
+    EARLY_SIGNAL_SECONDS,
     Change,
     Checkpoint,
     DeliveryOutcome,
@@ -351,6 +352,53 @@ def test_a_delivery_signals_the_active_run_of_an_issue_or_its_pull_request(store
     assert nobody.decision == "ignore" and "no active run for #99" in nobody.reason
 
 
+def test_a_command_on_a_pull_request_no_run_linked_yet_waits_for_the_link(store):
+    """The run that opened #12 has not confirmed it (its acknowledgement was lost): a writer's
+    approve on #12 waits, and joins the run's inbox when the run links #12."""
+    store.create_run(NewRun(id="r1", repo="repo", title="t", issue=7), now=T0)
+    early = SignalFor("repo", 12, SignalKind.APPROVE, author="ann", origin="github",
+                      payload=Approve(hash="abcdef" * 2), pull_request=True)
+    waiting = store.accept_delivery(
+        NewDelivery("guid-e", "issue_comment", "created", "signal", "approve"), signal=early,
+        now=T0)
+    assert (waiting.decision, waiting.run_id) == ("wait", None)
+    assert "no run has linked #12 yet" in waiting.reason
+    stale = store.accept_delivery(
+        NewDelivery("guid-old", "issue_comment", "created", "signal", "approve"),
+        signal=SignalFor("repo", 13, SignalKind.CANCEL, author="ann", origin="github",
+                         pull_request=True), now=T0 - EARLY_SIGNAL_SECONDS - 1)
+    assert stale.decision == "wait"
+    assert store.signals("r1") == []
+
+    lease = store.acquire_lease("r1", "A", ttl=10, now=T0)
+    store.link_pull_request(lease, 12, now=T0 + 5)
+    [signal] = store.signals("r1", status=SignalStatus.PENDING)
+    assert (signal.id, signal.author, signal.payload.to_stored()) == (
+        "delivery:guid-e", "ann", {"hash": "abcdef" * 2})
+    received = [e for e in store.events("r1") if e.type == "SIGNAL_RECEIVED"]
+    assert received[-1].data["signal"] == "delivery:guid-e" and received[-1].data["early"]
+    # Linked once: a second link adopts nothing twice; a signal older than the wait is gone.
+    store.link_pull_request(lease, 12, now=T0 + 6)
+    assert len(store.signals("r1")) == 1
+    store.link_pull_request(lease, 13, now=T0 + 7)
+    assert len(store.signals("r1")) == 1
+
+
+def test_a_reply_to_one_login_is_claimed_once_a_minute(store):
+    assert store.claim_reply("repo", 7, "Rita", interval=60, now=T0)
+    assert not store.claim_reply("repo", 7, "rita", interval=60, now=T0 + 59)
+    assert store.claim_reply("repo", 8, "rita", interval=60, now=T0 + 59)  # another issue
+    assert store.claim_reply("repo", 7, "rita", interval=60, now=T0 + 60)
+
+
+def test_deliveries_of_some_events_are_counted(store):
+    assert store.count_deliveries(["member", "team"]) == 0
+    for n, event in enumerate(["member", "issues", "team", "member"]):
+        store.accept_delivery(NewDelivery(f"g-{n}", event, None, "ignore", "not used"))
+    assert store.count_deliveries(["member", "team"]) == 3
+    assert store.count_deliveries([]) == 0
+
+
 def test_signals_are_recorded_once_per_source_and_decided_once(store):
     new_run(store)
     approve = NewSignal("github:delivery-1", "r1", SignalKind.APPROVE, author="ann",
@@ -439,7 +487,7 @@ def test_list_runs_newest_first_and_by_state(store):
 
 def test_migrations_are_idempotent_and_newer_schema_is_refused(store):
     store.migrate()
-    assert store.schema_version() == schema.LATEST == 4
+    assert store.schema_version() == schema.LATEST == 5
     raw(store, "INSERT INTO ledger_schema (version) VALUES (99)")
     with pytest.raises(LedgerError, match="newer than this Ratchet"):
         store.migrate()
