@@ -41,7 +41,7 @@ from plumbing.environment import base_environment, pick
 from plumbing.files import UnsafePath, read_beneath
 from plumbing.process import signal_group, stop_group
 from verification.capture import LogCapture
-from verification.junit import JUnitError, TestSummary, parse_junit
+from verification.junit import FailedTest, JUnitError, TestSummary, parse_junit
 from verification.plan import Plan, PlannedCheck
 
 logger = logging.getLogger(__name__)
@@ -176,7 +176,8 @@ def execute_plan(
     `reuse(check)` may return an earlier result (the caller looks up a passed one for the same
     tree hash and check); that check is not run and its result is reported with `reused=True`.
     `on_result` is called on this thread, in completion order. `redact` is applied to log text
-    before it is stored in a result; hashes and sizes are of the raw output. `env` is the
+    and to the JUnit report's failure text before they are stored in a result; hashes and sizes
+    are of the raw output. `env` is the
     checks' environment before HOME and TMPDIR (default: `check_environment` of this process's,
     nothing requested). `confine` wraps every command. `max_log_bytes` lowers the cap on each
     log kept (`LogCapture.within`). Each of `notes` starts every log.
@@ -326,6 +327,12 @@ class _Runner:
         elif _mtime(self.scratch, junit_name) is not None:
             junit = _read_junit(self.scratch, junit_name, capture)
         logger.info("check %r finished: %s in %.1fs", check.key, status, duration)
+        if junit is not None:  # the check wrote it: its text is output, redacted as the log is
+            junit = replace(junit, failed=tuple(
+                FailedTest(self.redact(case.name), self.redact(case.classname),
+                           None if case.file is None else self.redact(case.file), case.line,
+                           self.redact(case.message), self.redact(case.details))
+                for case in junit.failed))
         return CheckResult(
             **_identity(check),
             status=status,

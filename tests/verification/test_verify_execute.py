@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import signal
@@ -260,6 +261,18 @@ def test_declared_junit_report_is_read(tmp_path: Path) -> None:
     assert (result.junit.tests, result.junit.failures) == (2, 1)
     assert (result.junit.failed[0].file, result.junit.failed[0].line) == ("src/t.py", 12)
 
+
+
+def test_a_junit_report_is_redacted_as_the_log_is(tmp_path: Path) -> None:
+    xml = ('<testsuite><testcase classname="t" name="leak s3cret"><failure message="s3cret">'
+           "t.py:3: s3cret</failure></testcase></testsuite>")
+    (tmp_path / "report.xml.in").write_text(xml)
+    planned = PlannedCheck("unit", ".", "test", "cp report.xml.in out.xml; exit 1", 30, "out.xml")
+    [result] = execute_plan(plan_of(planned), tmp_path,
+                            redact=lambda text: text.replace("s3cret", "***"))
+    assert result.junit is not None
+    assert "s3cret" not in json.dumps(result.to_dict())
+    assert result.junit.failed[0].message == "***"
 
 def test_verification_imports_nothing_from_runner_app_or_github() -> None:
     code = (
