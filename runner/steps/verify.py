@@ -16,6 +16,7 @@ from plumbing.files import printable_path
 from runner.canonical import sha256_hex
 from runner.checkruns import VERIFY_CHECK, CheckRunId, verify_check
 from runner.egress import egress
+from runner.errors import DeterministicFailure
 from runner.ledger.records import NewEvent
 from runner.names import EffectKind, EventType
 from runner.steps.base import (
@@ -39,6 +40,13 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
     run, step = inp.run, inp.run.step
     tree, config, worktrees = inp.tree, inp.config, services.worktrees
     pull_request = run.workflow == PULL_REQUEST_WORKFLOW
+    if pull_request and not services.settings.sandbox.confined:
+        # Unconfined, its tests could read the runner's own processes and files: every secret.
+        raise DeterministicFailure(
+            "a pull request's head is someone else's code and is verified only in the sandbox,"
+            " but RATCHET_SANDBOX=none; set RATCHET_SANDBOX=bwrap (docs/operations.md,"
+            " 'Sandbox') and re-run its ratchet/verify check"
+        )
     restore_tree(services, inp)
     since = (worktrees.merge_base(inp.worktree, inp.diff_base, inp.base) if pull_request
              else inp.base)

@@ -66,3 +66,29 @@ def test_a_fork_pull_request_is_verified_and_reported_once(tmp_path, files, conc
     assert check.payload["head_sha"] == head and check.payload["conclusion"] == conclusion
     assert "refs/heads/ratchet/r-fork" not in git(repo, "show-ref")
     store.close()
+
+
+def test_a_pull_request_head_is_not_run_unconfined(tmp_path):
+    """With RATCHET_SANDBOX=none a pull request's tests could read the runner's processes and
+    files: its head is not verified, and the run says which setting to change."""
+    repo = make_target_repo(tmp_path / "repo", config=BASE_CONFIG)
+    base = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "-b", "fork-work")
+    write_files(repo, {"ok.py": "X = 1\n"})
+    head = commit_all(repo, "a fork's change")
+    git(repo, "checkout", "-q", "main")
+    ratchet = Ratchet(home=tmp_path / "home", repo=repo)
+    store = open_store(str(ratchet.home / "ratchet.db"))
+    engine = build_engine(store, Settings(home=ratchet.home, agent_command="false",
+                                          sandbox="none"))
+    store.accept_delivery(
+        NewDelivery("d-1", "pull_request", "opened", "start", "fork PR"),
+        start=NewRun(id="r-fork", repo=str(repo), title="A fork's change", pr=3,
+                     workflow=PULL_REQUEST_WORKFLOW, base_revision=head,
+                     origin=LocalOrigin(diff_base=base, outbox=str(ratchet.home / "outbox"))))
+
+    run = engine.drive("r-fork")
+
+    assert run.state is State.FAILED and "RATCHET_SANDBOX=none" in (run.reason or "")
+    assert store.effects("r-fork") == []
+    store.close()
