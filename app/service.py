@@ -95,7 +95,8 @@ def serve(settings: Settings, *, host: str, port: int) -> None:
     from app.dashboard import dashboard_config, dashboard_for_service
     from app.worker import build_wakeups
 
-    config = dashboard_config(settings, host=host)  # refuses an unprotected public address
+    # Refuses an unprotected public address, and insecure switches off loopback.
+    config = dashboard_config(settings, host=host, port=port)
     store = open_store(settings.ledger_url)
     wakeups = build_wakeups(settings, reaper=False)
     try:
@@ -114,6 +115,8 @@ def serve(settings: Settings, *, host: str, port: int) -> None:
         _, stop_reaper = Reaper(store, wakeups.enqueue, interval=settings.reap_seconds).start()
         log.info("serving on %s:%d (%s)", host, port,
                  "in-process worker" if worker else f"broker {settings.queue!r}")
+        if config.link is not None:
+            config.link.announce(config.link.url)
         try:
             yield
         finally:
@@ -126,7 +129,9 @@ def serve(settings: Settings, *, host: str, port: int) -> None:
     app = create_app(store, broker_ping=_broker_ping(wakeups), lifespan=lifespan,
                      webhooks=receiver, dashboard=dashboard)
     try:
-        uvicorn.run(app, host=host, port=port, log_level="info",
+        # Forwarded headers are the dashboard's to trust (app/dashboard/proxies.py), never
+        # uvicorn's (it believes any loopback peer).
+        uvicorn.run(app, host=host, port=port, log_level="info", proxy_headers=False,
                     timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
     finally:
         store.close()

@@ -107,6 +107,7 @@ class Settings(BaseSettings):
     github_web_url: str | None = None  # OAuth pages and links; derived from the API URL if unset
     api_token: str | None = None  # a bearer token that reads /api/*
     session_secret: str | None = None  # signs session cookies; derived when unset
+    trusted_proxies: str = ""  # comma-separated IPs/CIDRs whose X-Forwarded-*/Forwarded count
     dashboard_poll_seconds: float = _seconds(1.0, ge=0.05)  # one ledger poll per interval
     crash_at: str | None = None  # failure-injection tests only (runner/faults.py)
     # Agents and budgets: a preset instead of a command template, and what one run may spend

@@ -173,6 +173,11 @@ def render_reply(payload: Mapping[str, Any], words: Vocabulary) -> str:
         text = (f"give at least {params.get('needed')} characters of the spec's hash"
                 f" (`{given or '(none)'}` has {len(given)}). The current spec is `{current}`:"
                 f" review it, then `{words.approve(run_id, current[:HASH_PREFIX])}`.")
+    elif refusal is Refusal.BEFORE_SPEC:
+        current = str(params.get("current", ""))
+        text = (f"this approval (`{params.get('given') or '(none)'}`) was sent before the spec"
+                f" it names was ready for review, so it approves nothing. Review the spec now"
+                f" waiting, then `{words.approve(run_id, current[:HASH_PREFIX])}`.")
     elif refusal is Refusal.NO_SPEC:
         text = "the run has no spec to approve yet."
     elif refusal is Refusal.EMPTY_MESSAGE:

@@ -48,7 +48,13 @@ from runner.recovery import Leftovers, Recovery
 from runner.results import last_tree, prepared_result, repository_config
 from runner.scratch import remove_scratch, scrub_scratch
 from runner.settings import EngineSettings
-from runner.signals import Authorization, Authorizer, decide_signal, has_tree
+from runner.signals import (
+    Authorization,
+    Authorizer,
+    decide_signal,
+    has_tree,
+    recorded_before_spec,
+)
 from runner.status import read_status
 from runner.steps import STEPS, StepInput, StepResult, StepServices
 from runner.steps.base import read_patch
@@ -262,10 +268,13 @@ class Session:
             authorization = Authorization(False, str(failure))
         stop = (budget_stop(self.store.events(run.id))
                 if signal.kind is SignalKind.BUDGET and run.state is State.NEEDS_HUMAN else None)
+        before_spec = (signal.kind is SignalKind.APPROVE
+                       and run.state is State.AWAITING_APPROVAL
+                       and recorded_before_spec(self.store.events(run.id), signal.id))
         verdict = decide_signal(
             run, signal, authorization=authorization, spec_sha256=spec_sha,
             has_tree=has_tree(c.step for c in history),
-            budget_stop=stop,
+            budget_stop=stop, before_spec=before_spec,
         )
         log.info("run %r: signal %r from %r %s", run.id, signal.id, signal.author,
                  verdict.reason)

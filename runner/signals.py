@@ -6,7 +6,9 @@ worker holding the run answers pending signals one at a time: it asks the author
 local one allows the local user; GitHub's asks the permission API), then ``decide_signal``
 says, from what the ledger recorded, whether the signal is accepted (and which outcome it
 causes) or refused (and why, as a ``Refusal`` with parameters that the edge renders into a
-reply).
+reply). A signal is valid only for the state it names: an approval recorded (by ledger
+sequence) before the spec now waiting was committed is refused, whatever hash it names, since
+whoever sent it had not seen that spec (an agent can hash the spec it is still writing).
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from runner.budget import BadRaise, Limit, parse_raise
-from runner.ledger.records import Run, Signal
-from runner.names import LOCAL_ORIGIN, SignalKind, StepId
+from runner.ledger.records import Event, Run, Signal
+from runner.names import LOCAL_ORIGIN, EventType, SignalKind, StepId
 from runner.signal_payloads import Approve, RaiseBudget, RequestChanges
 from runner.workflow import Outcome, State, is_end, is_stopped
 
@@ -34,6 +36,7 @@ class Refusal(StrEnum):
     NOT_WAITING_FOR_APPROVAL = "not_waiting_for_approval"  # params: state
     STALE_HASH = "stale_hash"  # params: given, current
     SHORT_HASH = "short_hash"  # params: given, needed, current
+    BEFORE_SPEC = "before_spec"  # params: given, current
     NO_SPEC = "no_spec"
     EMPTY_MESSAGE = "empty_message"
     NOTHING_TO_RETRY = "nothing_to_retry"  # params: state
@@ -92,15 +95,17 @@ def _refuse(refusal: Refusal, **params: Any) -> Verdict:
 def decide_signal(
     run: Run, signal: Signal, *, authorization: Authorization, spec_sha256: str | None,
     has_tree: bool, budget_stop: Mapping[str, Any] | None = None,
+    before_spec: bool = False,
 ) -> Verdict:
     """What ``signal`` does to ``run`` as it stands; pure.
 
     ``spec_sha256`` is the current spec's hash (None before one exists); ``has_tree`` says
     whether an implementation has been checkpointed (verification can be rerun on it);
     ``budget_stop`` is the exhaustion that stopped the run, when its budget did
-    (``runner.budget.budget_stop``). A budget raise is accepted in any state but an end, with
-    ``params`` naming the limit and amount; it resumes a run its budget stopped (``RETRIED``)
-    and otherwise changes no state (outcome None).
+    (``runner.budget.budget_stop``); ``before_spec`` says the signal was recorded before
+    the spec now waiting was committed (``recorded_before_spec``). A budget raise is accepted
+    in any state but an end, with ``params`` naming the limit and amount; it resumes a run its
+    budget stopped (``RETRIED``) and otherwise changes no state (outcome None).
     """
     if not authorization.allowed:
         return _refuse(Refusal.NOT_PERMITTED, author=signal.author, detail=authorization.detail)
@@ -122,6 +127,8 @@ def decide_signal(
                 return _refuse(Refusal.EMPTY_MESSAGE)
             return Verdict(True, Outcome.CHANGES_REQUESTED)
         given = payload.hash.strip().lower() if isinstance(payload, Approve) else ""
+        if before_spec:
+            return _refuse(Refusal.BEFORE_SPEC, given=given, current=spec_sha256)
         if len(given) < MIN_HASH_PREFIX:
             return _refuse(Refusal.SHORT_HASH, given=given, needed=MIN_HASH_PREFIX,
                            current=spec_sha256)
@@ -150,6 +157,18 @@ def _decide_raise(run: Run, signal: Signal, budget_stop: Mapping[str, Any] | Non
         return _refuse(Refusal.BAD_BUDGET, amount=amount, detail=str(exc))
     params = {"limit": which.value, "add": add}
     return Verdict(True, Outcome.RETRIED if stopped else None, params=params)
+
+
+def recorded_before_spec(events: Iterable[Event], signal_id: str) -> bool:
+    """Whether signal ``signal_id`` was recorded (its ``SIGNAL_RECEIVED``) before the run last
+    began waiting for approval (the ``AWAITING_APPROVAL`` event committed with its spec)."""
+    received = waiting = None
+    for event in events:
+        if event.type == EventType.SIGNAL_RECEIVED and event.data.get("signal") == signal_id:
+            received = event.seq
+        elif event.type == EventType.AWAITING_APPROVAL:
+            waiting = event.seq
+    return received is not None and waiting is not None and received < waiting
 
 
 def has_tree(completed_steps: Iterable[str]) -> bool:

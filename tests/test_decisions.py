@@ -15,13 +15,13 @@ from runner.errors import (
     PolicyViolation,
     TransientFailure,
 )
-from runner.ledger.records import Checkpoint, Run, Signal
+from runner.ledger.records import Checkpoint, Event, Run, Signal
 from runner.names import EventType, SignalKind, SignalStatus
 from runner.origin import LocalOrigin
 from runner.redact import Redactor
 from runner.render import render_reply, render_tracking, say_next_action
 from runner.signal_payloads import Approve, CommentRef, read_payload
-from runner.signals import Authorization, Refusal, decide_signal
+from runner.signals import Authorization, Refusal, decide_signal, recorded_before_spec
 from runner.views import NextActionKind, next_action, tracking_view
 from runner.workflow import Outcome, State
 
@@ -205,6 +205,31 @@ def test_a_stale_hash_reply_names_the_current_one_in_the_forges_words():
     reply = render_reply({"run": "r1", "refusal": verdict.refusal.value,
                           "params": dict(verdict.params)}, Words())
     assert SPEC in reply and f"/approve {SPEC[:12]}" in reply
+
+
+def test_an_approval_recorded_before_its_spec_approves_nothing():
+    def event(seq: int, kind: EventType, **data: str) -> Event:
+        return Event("r1", seq, kind.value, NOW, None, None, 1, None, None, data)
+
+    # The agent hashed the spec it was still writing and approved it (seq 3); the spec was
+    # committed with the wait (seq 4); a human's approval came after it (seq 5).
+    history = [event(1, EventType.RUN_CREATED), event(2, EventType.SPEC_CREATED),
+               event(3, EventType.SIGNAL_RECEIVED, signal="web:agent"),
+               event(4, EventType.AWAITING_APPROVAL),
+               event(5, EventType.SIGNAL_RECEIVED, signal="web:human")]
+    assert recorded_before_spec(history, "web:agent")
+    assert not recorded_before_spec(history, "web:human")
+    # Sent back for changes: an approval from the first wait names no later spec.
+    again = [*history, event(6, EventType.CHANGES_REQUESTED), event(7, EventType.AWAITING_APPROVAL)]
+    assert recorded_before_spec(again, "web:human")
+
+    verdict = decide_signal(run_in(State.AWAITING_APPROVAL),
+                            signal(SignalKind.APPROVE, hash=SPEC), authorization=ALLOWED,
+                            spec_sha256=SPEC, has_tree=False, before_spec=True)
+    assert verdict.refusal is Refusal.BEFORE_SPEC and not verdict.accepted
+    reply = render_reply({"run": "r1", "refusal": verdict.refusal.value,
+                          "params": dict(verdict.params)}, Words())
+    assert "before the spec it names was ready" in reply and f"/approve {SPEC[:12]}" in reply
 
 
 @pytest.mark.parametrize(("failure", "attempt", "outcome", "retried"), [

@@ -1,4 +1,5 @@
-"""The dashboard: every run, its timeline and evidence, live, behind GitHub sign-in.
+"""The dashboard: every run, its timeline and evidence, live, behind sign-in (GitHub's, or
+the one-time link ``ratchet serve`` prints).
 
 Server-rendered pages (Jinja2, autoescaped) that work without JavaScript; one small script
 (``static/live.js``) refreshes them in place from Server-Sent Events. Composed here, once:
@@ -26,6 +27,7 @@ from app.dashboard.config import Access, DashboardConfig, dashboard_config
 from app.dashboard.context import Context
 from app.dashboard.guard import Guard
 from app.dashboard.live import Broadcaster
+from app.dashboard.proxies import Proxies
 from app.dashboard.security import SecurityHeaders
 from app.dashboard.sessions import session_middleware
 from app.dashboard.signin import SignIn
@@ -59,6 +61,7 @@ def build_dashboard(store: Store, config: DashboardConfig, *, wake: Callable[[st
     ]
     middleware = [
         Middleware(SecurityHeaders),  # outermost: refusals carry the headers too
+        Middleware(Proxies, trusted=config.trusted_proxies),
         session_middleware(config),
         Middleware(Guard, config=config),
     ]

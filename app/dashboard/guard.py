@@ -3,8 +3,11 @@
 For the dashboard's paths (pages, ``/live`` streams, ``/api/*``); the service's own endpoints
 (health, metrics, the webhook, which checks its own signature) pass untouched.
 
-- An open dashboard answers only requests addressed to a loopback host name, so a web page
-  cannot reach it through a name of its own that resolves to 127.0.0.1 (DNS rebinding).
+- Without GitHub sign-in (``Access.LINK``) the dashboard answers only this host, directly:
+  a request addressed to a name that is not loopback (DNS rebinding), from a peer that is not
+  loopback, or carrying forwarded headers from a proxy not in ``RATCHET_TRUSTED_PROXIES`` is
+  refused. Being on loopback grants nothing, though: every page, stream, API call and action
+  needs the session the one-time link opened (``?token=`` on any page redeems it).
 - A state-changing request from another site is refused (``sessions.cross_site_reason``).
 - ``/api/*`` takes a signed-in session or ``Authorization: Bearer <RATCHET_API_TOKEN>``;
   without either: 401. A page without a session redirects to ``/login``.
@@ -22,7 +25,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.dashboard.access import Viewer, ViewerKind
 from app.dashboard.config import Access, DashboardConfig, is_loopback
-from app.dashboard.sessions import cross_site_reason, signed_in_login
+from app.dashboard.links import TOKEN_PARAM
+from app.dashboard.proxies import UNTRUSTED_FORWARDING
+from app.dashboard.sessions import (
+    cross_site_reason,
+    sign_in,
+    signed_in_login,
+    signed_in_operator,
+)
 
 VIEWER = "viewer"  # the key of the ``Viewer`` in ``request.state``
 _PUBLIC = ("/login", "/auth/github", "/auth/callback", "/logout")  # before signing in
@@ -60,6 +70,8 @@ class Guard:
             return
         conn = HTTPConnection(scope)
         refusal = self._refuse(conn)
+        if refusal is None and TOKEN_PARAM in conn.query_params:
+            refusal = self._redeem(conn)
         if refusal is None and needs_viewer(conn.url.path):
             viewer, refusal = self._identify(conn)
             if viewer is not None:
@@ -72,11 +84,14 @@ class Guard:
     def _refuse(self, conn: HTTPConnection) -> Response | None:
         config = self.config
         host = _host_name(conn.headers.get("host", ""))
-        if config.access is Access.OPEN and not is_loopback(host):
-            return PlainTextResponse(
-                "this dashboard is open without sign-in and so answers only loopback host"
-                " names (127.0.0.1, localhost); configure sign-in with GitHub to serve it"
-                " under another name", status_code=403)
+        if config.access is Access.LINK:
+            why = _not_this_host(conn, host)
+            if why is not None:
+                return PlainTextResponse(
+                    f"refused: {why}; without GitHub sign-in this dashboard answers only this"
+                    " host, directly; set RATCHET_GITHUB_CLIENT_ID and"
+                    " RATCHET_GITHUB_CLIENT_SECRET to serve it elsewhere (and"
+                    " RATCHET_TRUSTED_PROXIES to name its proxy)", status_code=403)
         if conn.scope["method"] not in _SAFE_METHODS:
             reason = cross_site_reason(conn.headers, origin=self.origin(conn))
             if reason is not None:
@@ -90,10 +105,24 @@ class Guard:
             return f"{scheme}://{rest.split('/', 1)[0]}"
         return f"{conn.url.scheme}://{conn.headers.get('host', conn.url.netloc)}"
 
+    def _redeem(self, conn: HTTPConnection) -> Response | None:
+        """``?token=``: the one-time link opens the operator's session, then the page again
+        without the token (so it stays in no history or referrer)."""
+        link = self.config.link
+        if link is None or conn.scope["method"] not in _SAFE_METHODS:
+            return None
+        if not link.redeem(conn.query_params[TOKEN_PARAM]):
+            return PlainTextResponse(
+                "this sign-in link was used already or is not this service's; open the newest"
+                " link `ratchet serve` printed in its log", status_code=403)
+        sign_in(conn, self.config.operator, operator=True)
+        query = "&".join(f"{quote(k, safe='')}={quote(v, safe='')}"
+                         for k, v in conn.query_params.multi_items() if k != TOKEN_PARAM)
+        return RedirectResponse(conn.url.path + (f"?{query}" if query else ""),
+                                status_code=303)
+
     def _identify(self, conn: HTTPConnection) -> tuple[Viewer | None, Response | None]:
         config, path = self.config, conn.url.path
-        if config.access is Access.OPEN:
-            return Viewer(ViewerKind.OPERATOR, config.operator), None
         api = path.startswith("/api/")
         bearer = _bearer(conn.headers)
         if api and bearer is not None:
@@ -101,17 +130,36 @@ class Guard:
                                                         config.api_token.encode()):
                 return Viewer(ViewerKind.TOKEN, "api-token"), None
             return None, _unauthorized("the bearer token is not this service's API token")
+        if config.access is Access.LINK:
+            operator = signed_in_operator(conn)
+            if operator is not None:
+                return Viewer(ViewerKind.OPERATOR, operator), None
         login = signed_in_login(conn) if config.access is Access.GITHUB else None
         if login is not None:
             return Viewer(ViewerKind.GITHUB, login), None
         if api:
-            return None, _unauthorized("sign in with GitHub, or send Authorization: Bearer"
+            how = ("open the sign-in link `ratchet serve` printed" if config.access is
+                   Access.LINK else "sign in with GitHub")
+            return None, _unauthorized(f"{how}, or send Authorization: Bearer"
                                        " <RATCHET_API_TOKEN>")
         if conn.scope["method"] in _SAFE_METHODS and not path.endswith("/live"):
             wanted = path + (f"?{conn.url.query}" if conn.url.query else "")
             return None, RedirectResponse(f"/login?next={quote(wanted, safe='')}",
                                           status_code=303)
         return None, PlainTextResponse("sign in first", status_code=401)
+
+
+def _not_this_host(conn: HTTPConnection, host: str) -> str | None:
+    """Why a request did not come from this host directly, or None."""
+    if not is_loopback(host):
+        return f"the request is addressed to {host or 'no host'!r}, not a loopback name"
+    forwarded = conn.scope.get("state", {}).get(UNTRUSTED_FORWARDING)
+    if forwarded is not None:
+        return f"the request came through a proxy ({forwarded} from an untrusted peer)"
+    client = conn.client.host if conn.client else ""
+    if not is_loopback(client):
+        return f"the request comes from {client or 'an unknown peer'}, not from this host"
+    return None
 
 
 def _host_name(host: str) -> str:

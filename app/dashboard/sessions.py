@@ -3,7 +3,9 @@
 The session is Starlette's ``SessionMiddleware``: a cookie signed with the session secret and
 a timestamp (itsdangerous), ``HttpOnly``, ``SameSite=Lax``, ``Secure`` when the service is
 reached over HTTPS; a forged or expired cookie reads as no session. It holds only who signed
-in, the sign-in ``state`` while GitHub is asked, and the CSRF secret: never a GitHub token.
+in (a GitHub login, or the operator after the one-time link: kept apart, so one never reads
+as the other), the sign-in ``state`` while GitHub is asked, and the CSRF secret: never a
+GitHub token.
 
 A state-changing request must pass two checks: the browser's own word that it comes from
 this site (``Sec-Fetch-Site``, else ``Origin``), and a form field equal to the session's CSRF
@@ -26,7 +28,7 @@ SESSION_COOKIE = "ratchet_session"
 # Seconds a sign-in lasts (GitHub's own user tokens expire after 8 hours too).
 SESSION_MAX_AGE = 8 * 3600
 CSRF_FIELD = "csrf_token"
-_LOGIN, _CSRF, _STATE, _NEXT = "login", "csrf", "oauth_state", "next"
+_LOGIN, _OPERATOR, _CSRF, _STATE, _NEXT = "login", "operator", "csrf", "oauth_state", "next"
 # What a browser says about a request's origin that makes it ours (Fetch Metadata).
 _SAME_SITE = frozenset({"same-origin", "none"})  # "none": typed or bookmarked by the user
 
@@ -39,16 +41,25 @@ def session_middleware(config: DashboardConfig) -> Middleware:
 
 
 def signed_in_login(conn: HTTPConnection) -> str | None:
+    """The GitHub login this session signed in as."""
     login = conn.session.get(_LOGIN)
     return login if isinstance(login, str) and login else None
 
 
-def sign_in(conn: HTTPConnection, login: str) -> str:
-    """Start a fresh session for ``login`` (nothing of the anonymous one survives it);
-    returns where the user wanted to go."""
+def signed_in_operator(conn: HTTPConnection) -> str | None:
+    """The operator this session was opened for by the one-time link."""
+    operator = conn.session.get(_OPERATOR)
+    return operator if isinstance(operator, str) and operator else None
+
+
+def sign_in(conn: HTTPConnection, login: str, *, operator: bool = False) -> str:
+    """Start a fresh session for ``login`` (a GitHub login, or with ``operator`` this host's
+    operator; nothing of the anonymous session survives it); returns where the user wanted
+    to go."""
     wanted = conn.session.get(_NEXT)
     conn.session.clear()
-    conn.session.update({_LOGIN: login, _CSRF: secrets.token_urlsafe(32)})
+    conn.session.update({_OPERATOR if operator else _LOGIN: login,
+                         _CSRF: secrets.token_urlsafe(32)})
     return wanted if isinstance(wanted, str) and is_local_path(wanted) else "/"
 
 

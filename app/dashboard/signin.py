@@ -1,6 +1,7 @@
 """Signing in with GitHub and out again.
 
-``/login`` says how to sign in (or why one cannot: sign-in not configured); ``/auth/github``
+``/login`` says how to sign in (with GitHub, with the link ``ratchet serve`` printed, or why
+one cannot); ``/auth/github``
 remembers a one-time ``state`` in the session and sends the browser to GitHub;
 ``/auth/callback`` checks that ``state``, asks GitHub who signed in, and starts a fresh
 session; ``POST /logout`` (with the CSRF secret) ends it.
@@ -25,6 +26,7 @@ from app.dashboard.sessions import (
     sign_in,
     sign_out,
     signed_in_login,
+    signed_in_operator,
     take_state,
 )
 
@@ -47,10 +49,11 @@ class SignIn:
     async def login(self, request: Request) -> Response:
         config = self.ctx.config
         wanted = _wanted(request.query_params.get("next"))
-        if config.access is Access.OPEN or signed_in_login(request):
+        if signed_in_login(request) or signed_in_operator(request):
             return RedirectResponse(wanted, status_code=303)
         return self.ctx.render(request, "login.html", {
             "configured": config.oauth is not None, "api_token": config.api_token is not None,
+            "by_link": config.access is Access.LINK,
             "start": f"/auth/github?next={quote(wanted, safe='')}", "problem": None,
         }, status=200 if config.oauth is not None else 401)
 

@@ -23,6 +23,7 @@ from starlette.applications import Starlette
 
 from app.dashboard import Dashboard, build_dashboard
 from app.dashboard.config import Access, DashboardConfig
+from app.dashboard.links import SignInLink
 from app.service import create_app
 from runner.canonical import sha256_hex
 from runner.ledger.records import Change, Checkpoint, EffectIntent, Lease, NewEvent, NewRun, Run
@@ -37,16 +38,25 @@ app_key = fake_fixtures.app_key  # the fake's session-wide App key (RSA keygen i
 
 T0 = 1_800_000_000.0
 WEB = "https://github.com"
-LOCAL_HOST = "http://127.0.0.1"  # an open dashboard answers loopback names only
+LOCAL_HOST = "http://127.0.0.1"  # a dashboard without GitHub sign-in answers loopback only
+LOOPBACK_PEER = ("127.0.0.1", 50000)  # TestClient's peer ("testclient" is not this host)
 CHROMIUM = Path(os.environ.get("RATCHET_TEST_CHROMIUM", "/usr/bin/chromium"))
 SPEC = b"# Spec\n\nAdd calc.add(a, b) returning a + b.\n"
 FAILING_LOG = b"FAIL: test_add <b>bold?</b>\nAssertionError: -1 != 5\n"
 PASSING_LOG = b"Ran 1 test\n\nOK\n"
 
 
-def open_config(**options: Any) -> DashboardConfig:
-    return DashboardConfig(access=Access.OPEN, session_secret="test-session-secret",
-                           web_url=WEB, **options)
+def link_config(**options: Any) -> DashboardConfig:
+    """A dashboard without GitHub sign-in: the operator signs in by the one-time link."""
+    return DashboardConfig(access=Access.LINK, session_secret="test-session-secret",
+                           web_url=WEB, link=SignInLink(LOCAL_HOST, announce=lambda url: None),
+                           **options)
+
+
+def link_path(config: DashboardConfig) -> str:
+    """The current one-time sign-in link's path and query (``/?token=...``)."""
+    assert config.link is not None
+    return config.link.url.removeprefix(config.link.base_url)
 
 
 def dashboard_app(store: SqliteStore, config: DashboardConfig, *,

@@ -1,67 +1,23 @@
 """The dashboard in a real browser (Debian's chromium driven by Playwright) against the real
 ``ratchet`` CLI and ``ratchet serve``, with the scripted agent of the end-to-end tests.
 
-A run is created through the CLI and waits for approval; the list shows it; its page shows
-the timeline, the diagram and the effects; a second tab approves the spec; the first tab,
-never reloaded, follows the run to done and shows the verification results. Screenshots of
+A run is created through the CLI and waits for approval; the link ``ratchet serve`` prints
+signs the browser in; the list shows it; its page shows the timeline, the diagram and the
+effects; a second tab approves the spec; the first tab, never reloaded, follows the run to
+done and shows the verification results. Screenshots of
 both pages are saved under the test's tmp_path (their paths are printed).
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
-
-import httpx
 import pytest
 
+from tests.dashboard.served import free_port, serve, sign_in_link, stop
 from tests.e2e.harness import Ratchet, make_target_repo
 
 pytestmark = pytest.mark.slow
 
 POLL = "0.2"  # seconds between the dashboard's polls of the ledger
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _serve(ratchet: Ratchet, port: int, log: Path) -> subprocess.Popen[bytes]:
-    """``ratchet serve`` on loopback (an open dashboard), its output in ``log``."""
-    ratchet.shared.mkdir(parents=True, exist_ok=True)
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port",
-             str(port)], cwd=ratchet.home.parent, stdout=out, stderr=subprocess.STDOUT,
-            env=ratchet.environ({"RATCHET_DASHBOARD_POLL_SECONDS": POLL}),
-            start_new_session=True)
-    deadline = time.monotonic() + 30
-    while True:
-        assert process.poll() is None, log.read_text()
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return process
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline, f"ratchet serve did not start:\n{log.read_text()}"
-        time.sleep(0.1)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 def test_list_run_page_live_update_and_approval_in_a_browser(browser, tmp_path):
@@ -71,14 +27,19 @@ def test_list_run_page_live_update_and_approval_in_a_browser(browser, tmp_path):
     created = ratchet.create()
     assert created.returncode == 0, created.stderr
     run_id = ratchet.run_id()
-    port = _free_port()
-    server = _serve(ratchet, port, tmp_path / "serve.log")
+    port = free_port()
+    log = tmp_path / "serve.log"
+    server = serve(ratchet, port, log, {"RATCHET_DASHBOARD_POLL_SECONDS": POLL})
     url = f"http://127.0.0.1:{port}"
-    watcher = browser.new_page(viewport={"width": 1280, "height": 900})
-    approver = browser.new_page(viewport={"width": 1280, "height": 900})
+    # One browser profile: the link printed by `ratchet serve` signs both tabs in.
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    watcher = context.new_page()
+    approver = context.new_page()
     try:
+        # The one-time link signs in, and lands on the list without its token.
+        watcher.goto(sign_in_link(log))
+        watcher.wait_for_url(f"{url}/")
         # The list shows the run the CLI created.
-        watcher.goto(f"{url}/")
         row = watcher.locator(f'tr[data-run="{run_id}"]')
         expect(row).to_contain_text("Add calc")
         expect(row).to_contain_text("awaiting approval")
@@ -123,9 +84,8 @@ def test_list_run_page_live_update_and_approval_in_a_browser(browser, tmp_path):
         watcher.screenshot(path=str(run_png), full_page=True)
         print(f"\nscreenshots: {runs_png} {run_png}")
     finally:
-        watcher.close()
-        approver.close()
-        _stop(server)
+        context.close()
+        stop(server)
 
     status = ratchet.status(run_id)
     assert status["state"] == "done"

@@ -1,5 +1,6 @@
-"""Who may reach the dashboard, decided at start-up: open on loopback, sign-in elsewhere, and a
-public address with neither refused (by ``ratchet serve`` itself, with how to fix it)."""
+"""Who may reach the dashboard, decided at start-up: the one-time link on loopback, sign-in
+elsewhere; a public address or public URL without sign-in, and an insecure switch off loopback,
+refused (by ``ratchet serve`` itself, with how to fix it)."""
 
 from __future__ import annotations
 
@@ -21,9 +22,36 @@ def settings(tmp_path, **values) -> Settings:
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.8.9.10", "::1", "[::1]", "localhost"])
-def test_loopback_without_configuration_is_open(tmp_path, host):
+def test_loopback_without_configuration_signs_in_by_link(tmp_path, host):
     assert is_loopback(host)
-    assert dashboard_config(settings(tmp_path), host=host).access is Access.OPEN
+    config = dashboard_config(settings(tmp_path), host=host, port=8123)
+    assert config.access is Access.LINK and config.link is not None
+    first = config.link.url
+    assert first.startswith(f"http://{'[::1]' if '::1' in host else host}:8123/?token=")
+    assert not config.link.redeem("guess") and config.link.url == first
+    assert config.link.redeem(first.split("=", 1)[1])
+    assert config.link.url != first and not config.link.redeem(first.split("=", 1)[1])
+
+
+@pytest.mark.parametrize("url", ["https://ratchet.example.com", "http://192.0.2.7:8000"])
+def test_a_public_url_needs_github_sign_in(tmp_path, url):
+    with pytest.raises(SettingsError) as refused:
+        dashboard_config(settings(tmp_path, public_url=url, api_token="t0ken"),
+                         host="127.0.0.1")
+    assert f"RATCHET_PUBLIC_URL={url}" in str(refused.value)
+    assert "RATCHET_GITHUB_CLIENT_ID" in str(refused.value)
+    local = dashboard_config(settings(tmp_path, public_url="http://localhost:8000/"),
+                             host="127.0.0.1")
+    assert local.link is not None and local.link.url.startswith("http://localhost:8000/?token=")
+
+
+def test_trusted_proxies_are_addresses_or_networks(tmp_path):
+    config = dashboard_config(settings(tmp_path, trusted_proxies="10.0.0.0/8, ::1,192.0.2.7"),
+                              host="127.0.0.1")
+    assert [str(n) for n in config.trusted_proxies] == ["10.0.0.0/8", "::1/128",
+                                                        "192.0.2.7/32"]
+    with pytest.raises(SettingsError, match="RATCHET_TRUSTED_PROXIES lists 'nginx'"):
+        dashboard_config(settings(tmp_path, trusted_proxies="nginx"), host="127.0.0.1")
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.7", "ratchet.example.com", ""])
@@ -81,3 +109,15 @@ def test_ratchet_serve_refuses_a_public_address_without_protection(tmp_path):
     assert result.returncode == 2, result.stderr
     assert "refusing to serve the dashboard on 0.0.0.0" in result.stderr
     assert "RATCHET_GITHUB_CLIENT_ID" in result.stderr
+
+
+def test_ratchet_serve_refuses_an_insecure_switch_off_loopback(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "RATCHET_HOME": str(tmp_path / "h"),
+           "RATCHET_SANDBOX": "none", "RATCHET_INSECURE_DEV_WEBHOOKS": "1",
+           "RATCHET_API_TOKEN": "t0ken"}
+    result = subprocess.run([sys.executable, "-m", "app.cli", "serve", "--host", "0.0.0.0",
+                             "--port", "9"], env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert ("refusing to serve on 0.0.0.0: RATCHET_INSECURE_DEV_WEBHOOKS=1 accepts unsigned"
+            " webhooks and so binds only loopback") in result.stderr

@@ -20,7 +20,7 @@ from app.dashboard.live import Broadcaster
 from runner.ledger.records import NewRun, NewSignal
 from runner.ledger.sqlite import SqliteStore
 from runner.names import SignalKind
-from tests.dashboard.conftest import T0, LiveServer, dashboard_app, open_config
+from tests.dashboard.conftest import T0, LiveServer, dashboard_app, link_config, link_path
 
 RUNS = 1000
 PAGE = 50  # runs on one page of the list
@@ -66,7 +66,8 @@ def test_a_thousand_runs_and_fifty_live_pages_cost_one_poll_per_interval(tmp_pat
     store = SqliteStore(tmp_path / "ledger.db")
     seed(store)
     counting = CountingStore(store)
-    app, dashboard = dashboard_app(counting, open_config(poll_seconds=INTERVAL))  # type: ignore[arg-type]
+    config = link_config(poll_seconds=INTERVAL)
+    app, dashboard = dashboard_app(counting, config)  # type: ignore[arg-type]
     waits: list[float] = []  # every interval the poller waited out, as it began
 
     async def counted_sleep(seconds: float) -> None:
@@ -75,23 +76,27 @@ def test_a_thousand_runs_and_fifty_live_pages_cost_one_poll_per_interval(tmp_pat
 
     dashboard.broadcaster.sleep = counted_sleep
     with LiveServer(app) as server:
+        signed_in = httpx.get(f"{server.url}{link_path(config)}", timeout=PATIENCE)
+        cookies = signed_in.cookies
         before = counting.snapshot()
-        page = httpx.get(f"{server.url}/", timeout=PATIENCE)
+        page = httpx.get(f"{server.url}/", cookies=cookies, timeout=PATIENCE)
         assert page.status_code == 200
         assert len(re.findall(r'<tr data-run="', page.text)) == PAGE
         assert 'data-run="r-0999"' in page.text and "Older →" in page.text
         # A page of the list costs ledger calls by the rows it shows, not by the runs there are.
         calls = counting.snapshot() - before
         assert sum(calls.values()) <= PAGE + 3, calls
-        last = httpx.get(f"{server.url}/", params={"before": "r-0050"}, timeout=PATIENCE)
+        last = httpx.get(f"{server.url}/", params={"before": "r-0050"}, cookies=cookies,
+                         timeout=PATIENCE)
         assert re.findall(r'<tr data-run="([^"]+)">', last.text)[-1] == "r-0000"
 
-        report = asyncio.run(_listen(server.url, store, counting, dashboard.broadcaster, waits))
+        report = asyncio.run(_listen(server.url, cookies, store, counting,
+                                     dashboard.broadcaster, waits))
     print(f"\n{report}")
     store.close()
 
 
-async def _listen(url: str, store: SqliteStore, counting: CountingStore,
+async def _listen(url: str, cookies: httpx.Cookies, store: SqliteStore, counting: CountingStore,
                   broadcaster: Broadcaster, waits: list[float]) -> str:
     connected = asyncio.Semaphore(0)
     reached = 0
@@ -122,7 +127,8 @@ async def _listen(url: str, store: SqliteStore, counting: CountingStore,
         raise AssertionError(f"{what} never happened")
 
     limits = httpx.Limits(max_connections=LISTENERS + 5)
-    async with httpx.AsyncClient(base_url=url, timeout=PATIENCE, limits=limits) as http:
+    async with httpx.AsyncClient(base_url=url, cookies=cookies, timeout=PATIENCE,
+                                 limits=limits) as http:
         # Half watch the list, half the watched run's own page.
         tasks = [asyncio.create_task(page(http, "/live" if i % 2 else f"/runs/{WATCHED}/live"))
                  for i in range(LISTENERS)]

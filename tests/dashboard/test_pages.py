@@ -1,6 +1,7 @@
-"""The pages through Starlette's TestClient on a real SQLite ledger, on an open (loopback)
-dashboard: what the list and a run's page show, that every value is escaped, the security
-headers, the logs and artifacts as stored, the JSON API and the actions' signals."""
+"""The pages through Starlette's TestClient on a real SQLite ledger, on a loopback dashboard
+signed in by its one-time link: what the list and a run's page show, that every value is
+escaped, the security headers, the logs and artifacts as stored, the JSON API and the
+actions' signals."""
 
 from __future__ import annotations
 
@@ -17,12 +18,14 @@ from runner.workflow import State
 from tests.dashboard.conftest import (
     FAILING_LOG,
     LOCAL_HOST,
+    LOOPBACK_PEER,
     SPEC,
     T0,
     WEB,
     Writer,
     dashboard_app,
-    open_config,
+    link_config,
+    link_path,
     tell_story,
     waiting_run,
 )
@@ -35,8 +38,10 @@ def woken() -> list[str]:
 
 @pytest.fixture
 def client(store, woken):
-    app, _ = dashboard_app(store, open_config(operator="root"), wake=woken.append)
-    with TestClient(app, base_url=LOCAL_HOST) as test_client:
+    config = link_config(operator="root")
+    app, _ = dashboard_app(store, config, wake=woken.append)
+    with TestClient(app, base_url=LOCAL_HOST, client=LOOPBACK_PEER) as test_client:
+        assert test_client.get(link_path(config)).status_code == 200
         yield test_client
 
 
@@ -177,15 +182,28 @@ def test_unknown_run_is_404_and_the_api_answers_json(store, client):
     assert status["next_action"]["kind"] == "none_done"
 
 
-def test_open_dashboard_answers_loopback_names_only(store):
-    app, _ = dashboard_app(store, open_config())
+def test_a_dashboard_without_github_sign_in_answers_its_link_on_loopback_only(store):
+    config = link_config()
+    app, _ = dashboard_app(store, config)
     # A page elsewhere resolving its own name to 127.0.0.1 (DNS rebinding) is refused.
-    with TestClient(app, base_url="http://attacker.example:8000") as elsewhere:
-        assert elsewhere.get("/").status_code == 403
+    with TestClient(app, base_url="http://attacker.example:8000",
+                    client=LOOPBACK_PEER) as elsewhere:
+        assert elsewhere.get(link_path(config)).status_code == 403
         assert elsewhere.get("/api/runs").status_code == 403
         assert elsewhere.get("/healthz").status_code == 200  # not the dashboard's
-    with TestClient(app, base_url="http://localhost:8000") as local:
+    with TestClient(app, base_url="http://localhost:8000", client=LOOPBACK_PEER) as local:
+        # Reaching the port is not enough: no page, no API, no action without the link.
+        assert local.get("/", follow_redirects=False).headers["location"] == "/login?next=%2F"
+        assert local.get("/api/runs").status_code == 401
+        assert local.post("/runs/r-x/cancel", data={}).status_code == 401
+        assert "sign-in link" in local.get("/login").text
+        used = link_path(config)
+        opened = local.get(used + "&next=1", follow_redirects=False)
+        assert opened.status_code == 303 and opened.headers["location"] == "/?next=1"
         assert local.get("/").status_code == 200
+    with TestClient(app, base_url="http://localhost:8000", client=LOOPBACK_PEER) as again:
+        assert again.get(used).status_code == 403  # a link works once
+        assert again.get("/api/runs").status_code == 401
 
 
 def test_approve_from_the_page_records_a_signal_and_wakes_the_run(store, client, woken):
