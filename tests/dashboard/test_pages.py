@@ -5,6 +5,7 @@ actions' signals."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
 import pytest
@@ -204,6 +205,32 @@ def test_a_dashboard_without_github_sign_in_answers_its_link_on_loopback_only(st
     with TestClient(app, base_url="http://localhost:8000", client=LOOPBACK_PEER) as again:
         assert again.get(used).status_code == 403  # a link works once
         assert again.get("/api/runs").status_code == 401
+
+
+def test_forwarded_headers_count_only_from_a_trusted_proxy(store):
+    config = link_config(trusted_proxies=(ipaddress.ip_network("10.1.2.3/32"),))
+    app, _ = dashboard_app(store, config)
+    with TestClient(app, base_url=LOCAL_HOST, client=LOOPBACK_PEER) as local:
+        assert local.get(link_path(config)).status_code == 200
+        cookies = dict(local.cookies)
+    stranger = {"X-Forwarded-For": "203.0.113.50"}
+    # A loopback peer that forwards for someone is a proxy nobody declared.
+    with TestClient(app, base_url=LOCAL_HOST, client=LOOPBACK_PEER, cookies=cookies) as proxied:
+        assert proxied.get("/", headers=stranger).status_code == 403
+        assert proxied.get("/", headers={"Forwarded": "for=203.0.113.50"}).status_code == 403
+        assert proxied.get("/").status_code == 200
+    with TestClient(app, base_url=LOCAL_HOST, client=("10.1.2.3", 4000),
+                    cookies=cookies) as trusted:
+        # The declared proxy's client is believed: a stranger is not this host...
+        refused = trusted.get("/", headers=stranger)
+        assert refused.status_code == 403 and "203.0.113.50" in refused.text
+        assert trusted.get("/", headers={"X-Forwarded-Proto": "http"}).status_code == 403
+        # ...and this host's own browser through it is.
+        assert trusted.get("/", headers={"X-Forwarded-For": "127.0.0.1"}).status_code == 200
+    with TestClient(app, base_url=LOCAL_HOST, client=("10.9.9.9", 4000),
+                    cookies=cookies) as untrusted:
+        assert untrusted.get("/", headers={"X-Forwarded-For": "127.0.0.1"}).status_code == 403
+        assert untrusted.get("/").status_code == 403  # not this host, whatever its Host says
 
 
 def test_approve_from_the_page_records_a_signal_and_wakes_the_run(store, client, woken):

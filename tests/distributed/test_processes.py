@@ -25,9 +25,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def get(url: str) -> tuple[int, str]:
+def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
     try:
-        with urllib.request.urlopen(url, timeout=5) as response:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}),
+                                    timeout=5) as response:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
@@ -54,6 +55,7 @@ def wait_state(ratchet: Ratchet, run_id: str, state: str, timeout: float = 60) -
 def test_serve_alone_runs_detached_runs(tmp_path):
     ratchet = Ratchet(home=tmp_path / "home", repo=make_target_repo(tmp_path / "repo"))
     ratchet.env["RATCHET_REAP_SECONDS"] = "0.5"
+    ratchet.env["RATCHET_API_TOKEN"] = "api-t0ken"
     port = free_port()
     server = ratchet.start("serve", "--port", str(port))
     base = f"http://127.0.0.1:{port}"
@@ -69,7 +71,8 @@ def test_serve_alone_runs_detached_runs(tmp_path):
         wait_state(ratchet, run_id, "awaiting_approval")
         assert ratchet.approve(run_id, "--detach").returncode == 0
         wait_state(ratchet, run_id, "done")
-        status, runs = get(f"{base}/api/runs")
+        assert get(f"{base}/api/runs")[0] == 401  # reaching the port is not enough
+        status, runs = get(f"{base}/api/runs", {"Authorization": "Bearer api-t0ken"})
         assert status == 200 and json.loads(runs)[0]["state"] == "done"
         status, metrics = get(f"{base}/metrics")
         assert status == 200 and 'ratchet_runs{state="done"} 1.0' in metrics

@@ -134,7 +134,9 @@ class AppScene:
             "RATCHET_GITHUB_PRIVATE_KEY_FILE": str(self.key_file),
             "RATCHET_GITHUB_API_URL": self.fake.base_url,
             "RATCHET_GITHUB_MUTATION_INTERVAL": "0",
-            "RATCHET_PUBLIC_URL": PUBLIC_URL,
+            "RATCHET_PUBLIC_URL": PUBLIC_URL,  # public: the dashboard needs GitHub sign-in
+            "RATCHET_GITHUB_CLIENT_ID": "Iv1.ratchet-e2e",
+            "RATCHET_GITHUB_CLIENT_SECRET": "ratchet-e2e-client-secret",
             "RATCHET_AGENT_COMMAND": f"{sys.executable} {AGENT}",
             "RATCHET_SANDBOX_RW": str(self.shared),
             "RATCHET_LEASE_SECONDS": "2",
