@@ -17,6 +17,7 @@ from runner.errors import (
     AuthorityFailure,
     DeterministicFailure,
     PolicyViolation,
+    ProviderUnavailable,
     StepFailure,
     TransientFailure,
 )
@@ -32,6 +33,9 @@ class Limits:
     max_attempts: int = 5
     backoff_base: float = 1.0
     backoff_max: float = 60.0
+    # Retries in a row of a step whose agent's provider refused for now (rate limit,
+    # overload): not charged as attempts, bounded on their own.
+    max_provider_retries: int = 10
 
 
 class MoveKind(StrEnum):
@@ -83,17 +87,30 @@ class FailureDecision:
 
 
 def decide_failure(
-    run: Run, failure: StepFailure, limits: Limits, *,
+    run: Run, failure: StepFailure, limits: Limits, *, uncharged: int = 0,
     jitter: Callable[[float, float], float] = random.uniform,
 ) -> FailureDecision:
     """Classify by type (DESIGN.md "Failure classification"): authority stops for a human,
-    transient and ambiguous retry with bounded exponential backoff, the rest fails."""
+    transient and ambiguous retry with bounded exponential backoff, the rest fails.
+
+    ``uncharged``: the step's earlier attempts that its agent's provider refused
+    (``provider_retries``); they do not count against ``max_attempts``, and a provider's
+    refusal is bounded by ``max_provider_retries`` instead."""
     error = str(failure)
     if isinstance(failure, AuthorityFailure):
         events = (EventType.POLICY_VIOLATION,) if isinstance(failure, PolicyViolation) else ()
         return FailureDecision(Outcome.NEEDS_HUMAN, error, events=events)
+    if isinstance(failure, ProviderUnavailable):
+        retry = uncharged + 1
+        if retry > limits.max_provider_retries:
+            return FailureDecision(Outcome.FAILED, (
+                f"{run.step}: the agent's model provider refused {retry} times in a row, last:"
+                f" {error}; retry the run once the provider answers again"))
+        delay = backoff(retry, limits.backoff_base, limits.backoff_max, jitter=jitter)
+        return FailureDecision(None, error, delay=delay,
+                               events=(EventType.STEP_RETRY_SCHEDULED,))
     if isinstance(failure, TransientFailure | AmbiguousFailure):
-        if run.attempt >= limits.max_attempts:
+        if run.attempt - uncharged >= limits.max_attempts:
             return FailureDecision(Outcome.FAILED, (
                 f"{run.step} failed {run.attempt} times, last: {error}; fix the cause, then"
                 " retry the run"))
@@ -109,10 +126,25 @@ def backoff(attempt: int, base: float, cap: float, *,
     return jitter(base / 2, min(cap, base * 2 ** (attempt - 1)))
 
 
-def attempts_exhausted(run: Run, limits: Limits) -> bool:
-    """A step taken up more than ``max_attempts`` times: its worker died each time (OOM, a
-    segfault); redelivering it forever would never end."""
-    return is_runnable(run.state) and run.attempt > limits.max_attempts
+def attempts_exhausted(run: Run, limits: Limits, *, uncharged: int = 0) -> bool:
+    """A step taken up more than ``max_attempts`` times (``uncharged`` provider refusals
+    aside): its worker died each time (OOM, a segfault); redelivering it forever would never
+    end."""
+    return is_runnable(run.state) and run.attempt - uncharged > limits.max_attempts
+
+
+def provider_retries(events: Iterable[Event], step: str) -> int:
+    """How many of ``step``'s attempts its agent's provider refused for now (a rate limit,
+    an overload) since the run last resumed: attempts not charged."""
+    count = 0
+    for event in events:
+        if event.type == EventType.RUN_RESUMED:
+            count = 0
+        elif (event.type == EventType.STEP_FAILED and event.step == step
+              and ((event.data.get("evidence") or {}).get("provider_error") or {}).get(
+                  "trouble") == "transient"):
+            count += 1
+    return count
 
 
 def approval_timed_out_reason() -> str:

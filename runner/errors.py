@@ -50,6 +50,12 @@ class AgentIdle(TransientFailure):
     ended. Transient the first time in a step (``runner.decisions.decide_idle``)."""
 
 
+class ProviderUnavailable(TransientFailure):
+    """The agent's model provider refused for now (a rate limit, an overload, a 5xx) or could
+    not be reached: retried with backoff without charging an attempt of the step, at most
+    ``Limits.max_provider_retries`` times in a row (``runner.decisions``)."""
+
+
 class DeterministicFailure(StepFailure):
     """Retrying gives the same answer: a non-zero agent exit, a 4xx validation error."""
 
@@ -70,6 +76,11 @@ class AuthorityFailure(StepFailure):
 
 class PolicyViolation(AuthorityFailure):
     """An agent acted outside its step's capability profile (its changes are kept as evidence)."""
+
+
+class AgentUnauthorized(AuthorityFailure):
+    """The agent's model provider refused its credentials, or the CLI has none: retrying
+    cannot help, so the run stops at once until the operator sets what the message names."""
 
 
 class BudgetExhausted(AuthorityFailure):

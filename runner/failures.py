@@ -35,9 +35,11 @@ from runner.workflow import Outcome, is_end, is_stopped
 
 
 def fail(run: Run, failure: StepFailure, *, during: str, limits: Limits, redact: Redactor,
-         now: float, jitter: Callable[[float, float], float] = random.uniform) -> Change:
+         now: float, uncharged: int = 0,
+         jitter: Callable[[float, float], float] = random.uniform) -> Change:
     """``run``'s step (or an effect ``during`` it) failed: a retry after a backoff, or a stop,
-    as ``decide_failure`` says; either way the failure is recorded as evidence, redacted."""
+    as ``decide_failure`` says (``uncharged``: the step's attempts its agent's provider
+    refused); either way the failure is recorded as evidence, redacted."""
     record = json.loads(redact(json.dumps(
         {"class": failure.failure_class, "error": str(failure), "during": during,
          "evidence": failure.evidence}, sort_keys=True, default=str)))
@@ -46,7 +48,7 @@ def fail(run: Run, failure: StepFailure, *, during: str, limits: Limits, redact:
             json.dumps(record, indent=2, sort_keys=True).encode(),
         **{path: redact.bytes(data) for path, data in failure.artifacts.items()},
     }
-    decision = decide_failure(run, failure, limits, jitter=jitter)
+    decision = decide_failure(run, failure, limits, uncharged=uncharged, jitter=jitter)
     events = [NewEvent(EventType.STEP_FAILED, step=run.step, attempt=run.attempt,
                        data=record)]
     if failure.usage is not None:  # the agent ran: what it spent is paid once, here

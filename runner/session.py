@@ -26,7 +26,7 @@ from runner import changes, failures, inbox
 from runner.agents.base import Agent
 from runner.budget import allowance, budget_of, budget_stop
 from runner.canonical import digest, sha256_hex
-from runner.decisions import attempts_exhausted
+from runner.decisions import attempts_exhausted, provider_retries
 from runner.effects import EffectExecutor, Outbox
 from runner.errors import (
     AmbiguousFailure,
@@ -112,7 +112,8 @@ class Session:
 
     def _execute(self) -> Run:
         run = self.store.get_run(self.run_id)
-        if attempts_exhausted(run, self.settings.limits):
+        if attempts_exhausted(run, self.settings.limits,
+                              uncharged=provider_retries(self.store.events(run.id), run.step)):
             return self._commit(run, failures.exhausted(run))
         failed = self._prepare(run)
         if failed is not None:
@@ -397,9 +398,11 @@ class Session:
         self._check_lease()
         log.warning("run %r %s %r failed (%s): %s", run.id, during, run.step,
                     failure.failure_class, failure)
+        uncharged = provider_retries(self.store.events(run.id), run.step)
         return self._commit(run, failures.fail(run, failure, during=during,
                                                limits=self.settings.limits,
-                                               redact=self.settings.redact, now=time.time()))
+                                               redact=self.settings.redact, now=time.time(),
+                                               uncharged=uncharged))
 
     def _distrust(self, run: Run, error: CorruptRecord | WorktreeMismatch) -> Run:
         """Corrupt history is never used: stop for a human, naming what is corrupt."""

@@ -44,12 +44,15 @@ from plumbing.process import stop_group
 from runner.agents.base import AgentResult, AgentTask
 from runner.agents.home import fresh_home, remove_home
 from runner.agents.presets import Preset
+from runner.agents.provider import Trouble
 from runner.egress import Egress, egress
 from runner.errors import (
     AgentIdle,
     AgentTimedOut,
+    AgentUnauthorized,
     DeterministicFailure,
     PolicyViolation,
+    ProviderUnavailable,
     StepFailure,
     TransientFailure,
 )
@@ -75,6 +78,8 @@ MAX_LOG_BYTES = 8 << 20
 LOG_DRAIN_S = 2.0
 # How much of the log end a usage parser reads (a CLI's totals come last).
 USAGE_LOG_BYTES = 1 << 20
+# How much of it a preset's classifier reads for its provider's error (runner/agents/provider.py).
+CLASSIFY_LOG_BYTES = 64 << 10
 # Bounds on how often an idle watch walks the worktree: a tenth of the idle timeout, at least
 # this often for short timeouts, at most this rarely for long ones (a walk costs a stat a file).
 IDLE_WALK_MIN = 0.1
@@ -308,6 +313,8 @@ class CommandAgent:
                 f" {task.log_file})",
                 evidence={**evidence, "stopped": "idle", "idle_timeout_s": task.idle_timeout},
             )
+        if returncode > 0 and returncode != EXIT_TRANSIENT:
+            self._blame_provider(task, evidence)
         if returncode == EXIT_TRANSIENT:
             raise TransientFailure(
                 f"agent exited {EXIT_TRANSIENT} (temporary failure) in step {task.step!r} of "
@@ -325,18 +332,42 @@ class CommandAgent:
         if self.preset is not None and self.preset.last_message:
             adopt_last_message(task, self.preset.last_message, limit=self.max_output_bytes,
                                evidence=evidence)
+        try:
+            output = read_output(task, limit=self.max_output_bytes, evidence=evidence)
+        except DeterministicFailure:
+            # A CLI that exits 0 after its provider refused (aider) leaves no output either.
+            self._blame_provider(task, evidence)
+            raise
         return AgentResult(
             exit_code=0,
             duration_s=duration,
-            output_sha256=hashlib.sha256(
-                read_output(task, limit=self.max_output_bytes, evidence=evidence)
-            ).hexdigest(),
+            output_sha256=hashlib.sha256(output).hexdigest(),
             log_tail=tail,
             usage=usage,
             log_bytes=int(evidence["log_bytes"]),
             log_omitted_bytes=int(evidence["log_omitted_bytes"]),
             network_blocked=tuple(evidence.get("network_blocked", ())),
         )
+
+    def _blame_provider(self, task: AgentTask, evidence: dict[str, Any]) -> None:
+        """Raise what the preset's CLI says its model provider did, if anything: a refusal
+        for now is transient (backoff, no attempt charged), refused credentials stop the
+        run until the operator sets them."""
+        if self.preset is None or self.preset.classify is None:
+            return
+        verdict = self.preset.classify(_read_tail(task.log_file, CLASSIFY_LOG_BYTES))
+        if verdict is None:
+            return
+        evidence = {**evidence, "provider_error": verdict.to_dict()}
+        where = f"in step {task.step!r} of run {task.run_id!r} (log: {task.log_file})"
+        if verdict.trouble is Trouble.CREDENTIALS:
+            raise AgentUnauthorized(
+                f"the {self.preset.name} agent has no credentials its model API accepts"
+                f" ({verdict.reason}) {where}; {self.preset.credentials}, then retry the run",
+                evidence=evidence)
+        raise ProviderUnavailable(
+            f"{verdict.reason} {where}; the step will be retried after a backoff, not counted"
+            " as an attempt", evidence=evidence)
 
     def _usage(self, task: AgentTask, duration: float) -> dict[str, Any]:
         """What the agent spent: its CLI's own report (a preset's parser reads the log), its

@@ -39,6 +39,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from runner.agents.provider import (
+    Classifier,
+    classify_claude,
+    classify_codex,
+    classify_opencode,
+    classify_text,
+)
+
 UsageParser = Callable[[str], dict[str, Any]]
 PhaseEnv = Callable[[str, Mapping[str, str]], Mapping[str, str]]
 
@@ -70,6 +78,10 @@ class Preset:
     # A file in the output folder where the CLI writes its final message: the phase's output
     # when the model wrote none.
     last_message: str | None = None
+    # Reads its log's end for its provider's part in a failure (runner/agents/provider.py),
+    # and what the operator sets when the provider refuses its credentials.
+    classify: Classifier | None = None
+    credentials: str = ""
 
     @property
     def install_hint(self) -> str:
@@ -295,6 +307,10 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
         env=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
              "ANTHROPIC_MODEL", "CLAUDE_CODE_OAUTH_TOKEN"),
         budget_option="--max-budget-usd",
+        classify=classify_claude,
+        credentials="set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the runner's"
+                    " environment, or give the agents a login with"
+                    " RATCHET_AGENT_HOME_SEED=~/.claude:~/.claude.json",
     ),
     "codex": Preset(
         name="codex", program="codex", hosts=("api.openai.com",),
@@ -304,6 +320,9 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
         docs="https://developers.openai.com/codex/noninteractive",
         env=("OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY"),
         last_message=CODEX_LAST_MESSAGE,
+        classify=classify_codex,
+        credentials="set OPENAI_API_KEY (or CODEX_API_KEY) in the runner's environment, or"
+                    " give the agents a login with RATCHET_AGENT_HOME_SEED=~/.codex",
     ),
     "aider": Preset(
         name="aider", program="aider", hosts=("api.anthropic.com", "api.openai.com"),
@@ -313,6 +332,9 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
         # https://aider.chat/docs/config/api-keys.html
         env=("OPENAI_API_KEY", "OPENAI_API_BASE", "ANTHROPIC_API_KEY", "GEMINI_API_KEY",
              "OPENROUTER_API_KEY", "DEEPSEEK_API_KEY", "AIDER_MODEL"),
+        classify=classify_text,
+        credentials="set its provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...) in the"
+                    " runner's environment",
     ),
     "goose": Preset(
         name="goose", program="goose", hosts=("api.anthropic.com", "api.openai.com"),
@@ -325,6 +347,9 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
         # https://block.github.io/goose/docs/guides/environment-variables
         env=("GOOSE_PROVIDER", "GOOSE_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
              "GOOGLE_API_KEY", "OPENROUTER_API_KEY"),
+        classify=classify_text,
+        credentials="set its provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...) in the"
+                    " runner's environment, or seed its config with RATCHET_AGENT_HOME_SEED",
     ),
     "opencode": Preset(
         name="opencode", program="opencode", hosts=("api.anthropic.com", "api.openai.com"),
@@ -336,6 +361,10 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
         # https://opencode.ai/docs/providers/
         env=("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY"),
         phase_env=opencode_permissions,
+        classify=classify_opencode,
+        credentials="set its provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...) in the"
+                    " runner's environment, or seed a login with"
+                    " RATCHET_AGENT_HOME_SEED=~/.local/share/opencode",
     ),
 })
 

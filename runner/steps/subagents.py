@@ -35,6 +35,7 @@ from runner.errors import (
     BudgetExhausted,
     DeterministicFailure,
     PolicyViolation,
+    ProviderUnavailable,
     StepFailure,
     TransientFailure,
 )
@@ -168,8 +169,10 @@ def fan_out(inp: StepInput, services: StepServices,
     """Run the planned subagents that have no recorded result; record each as it ends.
 
     Returns every subagent's result. Raises ``BudgetExhausted`` when the budget stopped
-    further launches, ``TransientFailure`` when a cancel or a lost lease stopped them (those
-    in flight are ended and record nothing), ``StaleWrite`` from a fenced write.
+    further launches, ``ProviderUnavailable`` when the model provider refused one for now
+    (no further launch; those without a result run when the step is retried),
+    ``TransientFailure`` when a cancel or a lost lease stopped them (those in flight are ended
+    and record nothing), ``StaleWrite`` from a fenced write.
     """
     run, step = inp.run, inp.run.step
     concurrency = inp.config.research.concurrency
@@ -182,12 +185,13 @@ def fan_out(inp: StepInput, services: StepServices,
     stop = _Stop(services.cancel)
     running: dict[Future[AgentResult], tuple[Subagent, AgentTask]] = {}
     exhaustion: Exhaustion | None = None
+    refused: ProviderUnavailable | None = None  # the provider refused one for now
     with ThreadPoolExecutor(max_workers=concurrency,
                             thread_name_prefix=f"subagents-{run.id}") as pool:
         try:
             while waiting or running:
                 while (waiting and len(running) < concurrency and exhaustion is None
-                       and not stop.is_set()):
+                       and refused is None and not stop.is_set()):
                     allowed = _budget(inp, services, running=len(running))
                     exhaustion = allowed.exhaustion
                     if exhaustion is not None:
@@ -202,6 +206,14 @@ def fan_out(inp: StepInput, services: StepServices,
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in sorted(done, key=lambda f: running[f][0].name):
                     subagent, task = running.pop(future)
+                    error = future.exception()
+                    if isinstance(error, ProviderUnavailable) and not stop.is_set():
+                        # Not the subagent's failure: it runs again when the step is retried;
+                        # what it spent is recorded now.
+                        refused = error
+                        services.store.append(services.lease(), events=_spent(
+                            inp, services, subagent, error))
+                        continue
                     settled = _settle(inp, services, subagent, task, future, stop)
                     if settled is None:
                         continue
@@ -217,6 +229,10 @@ def fan_out(inp: StepInput, services: StepServices,
     missing = [s.name for s in planned.subagents if s.name not in results]
     if missing and services.cancel.is_set():
         raise TransientFailure(f"cancelled: subagent(s) {', '.join(missing)} were stopped")
+    if missing and refused is not None:
+        raise ProviderUnavailable(
+            f"research subagent(s) {', '.join(missing)} did not complete: {refused}",
+            evidence=refused.evidence)
     if missing and exhaustion is not None:
         raise BudgetExhausted(
             f"{exhaustion.reason}; research subagent(s) {', '.join(missing)} did not start",
@@ -364,6 +380,17 @@ def _events(inp: StepInput, services: StepServices, result: SubagentResult, outc
                                data=usage_event_data(outcome, redacted_usage(services, usage),
                                                      subagent=result.name)))
     return events
+
+
+def _spent(inp: StepInput, services: StepServices, subagent: Subagent,
+           failure: StepFailure) -> list[NewEvent]:
+    """What a subagent stopped by its provider spent (no result is recorded for it)."""
+    if failure.usage is None:
+        return []
+    return [NewEvent(EventType.AGENT_USAGE, step=inp.run.step, attempt=inp.run.attempt,
+                     data=usage_event_data(failure.failure_class,
+                                           redacted_usage(services, failure.usage),
+                                           subagent=subagent.name))]
 
 
 def _prompt_artifact(inp: StepInput, services: StepServices, subagent: Subagent,
