@@ -3,7 +3,9 @@
 ``app/github.py``'s ``GitHubRuns`` (idempotent comments, replies, reactions, pushes, pull
 requests, check runs; the collaborator permission API; git's credential helper) with a client
 of a plain token (``TokenCredentials``: no App, no installation). Every run in a job's ledger
-came from this repository on GitHub, so there is no local sink here.
+came from this repository on GitHub, so there is no local sink here. The repository, the remote
+and the token are the job's own, whatever the ledger's runs record (``JobRuns``), and a signal
+counts only when this job's delivery recorded it (``evidence.DeliveredOnly``).
 
 Agents and checks get only allowlisted variables of the job's environment (PATH, the locale,
 what RATCHET_AGENT_ENV and RATCHET_CHECK_ENV name), which ``env.scrub_environment`` has already
@@ -16,6 +18,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
+from app.action.evidence import DeliveredOnly
 from app.github import GitHubRuns, bot_login
 from app.settings import Settings
 from github.client import GitHubClient
@@ -23,6 +26,7 @@ from github.credentials import TokenCredentials
 from github.gitauth import git_credentials
 from github.repository import RepoTarget
 from runner.engine import Engine
+from runner.ledger.records import Run, SignalFor
 from runner.ledger.store import Store
 from runner.redact import SECRET_NAME, Redactor
 from runner.session import OnChange
@@ -64,9 +68,30 @@ def job_bot_login(settings: Settings) -> str:
     return bot_login(settings) or ACTIONS_BOT
 
 
+class JobRuns(GitHubRuns):
+    """``GitHubRuns`` bound to the job's repository: API calls and git's credential go to
+    the job's own ``owner/repo`` and remote, never to what a run in the ledger names (the
+    job refuses such a run before driving it; this keeps the token home regardless)."""
+
+    def __init__(self, store: Store, worktrees: Worktrees, client: GitHubClient,
+                 github: JobGitHub, *, bot_login: str | None,
+                 allowed_bots: frozenset[str]) -> None:
+        super().__init__(store, worktrees, client, bot_login=bot_login,
+                         allowed_bots=allowed_bots, details_url=lambda run: github.details_url)
+        self.github = github
+
+    def target(self, run: Run) -> RepoTarget:
+        return self.github.target
+
+    def access(self, run: Run) -> RemoteAccess:
+        return self.github.access()
+
+
 def job_engine(store: Store, settings: Settings, github: JobGitHub, client: GitHubClient, *,
-               secrets: list[str], on_change: OnChange) -> Engine:
-    """The engine for runs kept in this job's ledger (see the module docstring)."""
+               secrets: list[str], on_change: OnChange, delivery: str,
+               asked: SignalFor | None) -> Engine:
+    """The engine for runs kept in this job's ledger (see the module docstring); ``asked``
+    is the signal this job's event carries, recorded as ``delivery``."""
     engine_settings = replace(
         settings.engine_settings(),
         # The environment's secret-named values (an agent's API key) and the job's token.
@@ -74,8 +99,8 @@ def job_engine(store: Store, settings: Settings, github: JobGitHub, client: GitH
             v for k, v in os.environ.items() if SECRET_NAME.search(k))]),
     )
     worktrees = Worktrees(engine_settings.home / "work")
-    runs = GitHubRuns(store, worktrees, client, bot_login=job_bot_login(settings),
-                      allowed_bots=settings.allowed_bot_logins,
-                      details_url=lambda run: github.details_url)
+    runs = JobRuns(store, worktrees, client, github, bot_login=job_bot_login(settings),
+                   allowed_bots=settings.allowed_bot_logins)
     return Engine(store, engine_settings, executor_for=runs.executor, worktrees=worktrees,
-                  on_change=on_change, authorizer=runs.authorizer, access_for=runs.access)
+                  on_change=on_change, access_for=runs.access,
+                  authorizer=DeliveredOnly(runs.authorizer, delivery, asked))

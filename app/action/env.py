@@ -103,6 +103,11 @@ class ActionEnv(_Model):
         return self.repository.split("/", 1)[1]
 
     @property
+    def clone_url(self) -> str:
+        """Where git reaches this job's repository: the runner's word, never a ledger's."""
+        return f"{self.server_url.rstrip('/')}/{self.repository}.git"
+
+    @property
     def run_url(self) -> str:
         """This workflow run's page: check runs and the summary link to it."""
         return f"{self.server_url.rstrip('/')}/{self.repository}/actions/runs/{self.run_id}"

@@ -6,13 +6,16 @@ input) does, in order:
 1. decides from the payload alone what the event means (``github.routing.route``, the App's
    router): a run to start, a signal for a run, or nothing (a comment without a command ends
    the job here, before any git or API call);
-2. fetches the issue's ledger from its ref (``ledgerref.py``); a pull request's comment finds
-   its issue from the pull request's head branch, ``ratchet/issue-<n>``;
+2. fetches the issue's ledger from its ref (``ledgerref.py``) on the job's own remote
+   (``GITHUB_SERVER_URL``/``GITHUB_REPOSITORY``); a pull request's comment finds its issue
+   from the pull request's head branch, ``ratchet/issue-<n>``;
 3. records the event in the ledger exactly as the App's webhook does
    (``WebhookReceiver``): the delivery id is the workflow run's id, the same for every attempt,
    so "Re-run failed jobs" never records a label or a command twice;
-4. claims the ledger: pushes it, compare-and-swapped. A job that loses this race (another job
-   for the same issue wrote the ledger first) exits 0 with a notice;
+4. refuses a run the ledger records for another repository, remote or agent command
+   (``evidence.py``: the ledger is evidence, not authority), then claims the ledger: pushes
+   it, compare-and-swapped. A job that loses this race (another job for the same issue wrote
+   the ledger first) exits 0 with a notice;
 5. drives the run (``Engine.drive``) until it waits or ends, pushing the ledger after every
    change and before the change's effects are sent, so a killed job loses at most the step in
    progress and a resumed one repeats no effect; a push that loses the race stops the job
@@ -38,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from app.action.channels import Runner
 from app.action.engine import JobGitHub, job_bot_login, job_engine
 from app.action.env import ActionEnv, ActionError
+from app.action.evidence import JobIdentity, delivery_id, foreign
 from app.action.ledgerref import LedgerRef, LedgerRefMoved, LedgerRefUnavailable, ledger_ref
 from app.action.trigger import read_payload
 from app.settings import Settings
@@ -75,6 +79,7 @@ class JobPlan:
     pull: int | None = None
     record: bool = True
     why: str = ""
+    signal: SignalFor | None = None  # what the event asks of a run, if it is a command
 
 
 @dataclass(frozen=True)
@@ -113,8 +118,9 @@ def plan_job(event_name: str, payload: dict[str, Any], routing: RouteSettings) -
     assert isinstance(intent, SignalFor)
     kind = intent.kind.value
     if isinstance(event, IssueCommentEvent) and event.issue.is_pull_request:
-        return JobPlan(None, pull=intent.number, why=f"{kind} from {intent.author}")
-    return JobPlan(intent.number, why=f"{kind} from {intent.author}")
+        return JobPlan(None, pull=intent.number, why=f"{kind} from {intent.author}",
+                       signal=intent)
+    return JobPlan(intent.number, why=f"{kind} from {intent.author}", signal=intent)
 
 
 def run_job(env: ActionEnv, settings: Settings, runner: Runner, *, secrets: list[str]) -> int:
@@ -136,7 +142,7 @@ def run_job(env: ActionEnv, settings: Settings, runner: Runner, *, secrets: list
     if not token:
         raise ActionError("run mode needs the `github-token` input (the default is the job's"
                           " GITHUB_TOKEN): it comments, pushes and opens the pull request")
-    github = JobGitHub(env.owner, env.repo, _clone_url(env, payload), token, env.api_url,
+    github = JobGitHub(env.owner, env.repo, env.clone_url, token, env.api_url,
                        env.graphql_url, env.run_url)
     client = github.client(settings)
     issue = plan.issue if plan.issue is not None else _issue_of_pull(client, github, plan.pull)
@@ -148,12 +154,6 @@ def run_job(env: ActionEnv, settings: Settings, runner: Runner, *, secrets: list
     job = _Job(env, settings.model_copy(update=_job_settings(env, issue)), runner, github,
                client, issue, secrets, routing)
     return job.carry_out(payload, plan)
-
-
-def _clone_url(env: ActionEnv, payload: dict[str, Any]) -> str:
-    repository = payload.get("repository")
-    url = repository.get("clone_url") if isinstance(repository, dict) else None
-    return str(url) if url else f"{env.server_url.rstrip('/')}/{env.repository}.git"
 
 
 def _issue_of_pull(client: GitHubClient, github: JobGitHub, pull: int | None) -> int | None:
@@ -186,6 +186,9 @@ class _Job:
         # Under Ratchet's home, which the sandbox hides from agents and checks.
         self.ledger = LedgerRef(github.clone_url, ledger_ref(issue),
                                 settings.home / "ledger.git", github.access())
+        self.identity = JobIdentity(
+            env.repository, github.clone_url,
+            env.inputs.agent_command or settings.agent_command, self.ledger.ref)
 
     def carry_out(self, payload: dict[str, Any], plan: JobPlan) -> int:
         self.ledger.fetch(self.db)  # LedgerRefUnavailable: the job fails, a re-run retries
@@ -211,6 +214,10 @@ class _Job:
             self.runner.annotate("notice", f"nothing to do for #{self.issue}: {reason}",
                                  title="Ratchet")
             return EXIT_OK
+        refused = foreign(store.get_run(run_id), store.effects(run_id), self.identity)
+        if refused is not None:
+            self.runner.annotate("error", refused, title="Ratchet")
+            return EXIT_STOPPED
         try:
             self.ledger.push(self.db, message=f"{run_id}: taken up by workflow run"
                              f" {self.env.run_id} (attempt {self.env.run_attempt}): {plan.why}")
@@ -225,7 +232,9 @@ class _Job:
                              f"{new.state.value} ({new.step})")
 
         engine = job_engine(store, self.settings, self.github, self.client,
-                            secrets=self.secrets, on_change=on_change)
+                            secrets=self.secrets, on_change=on_change,
+                            delivery=delivery_id(self.env.run_id),
+                            asked=plan.signal if plan.record else None)
         try:
             run = engine.drive(run_id)
         except StaleWrite as exc:
@@ -239,12 +248,10 @@ class _Job:
     def _record(self, store: Store, payload: dict[str, Any]) -> tuple[str | None, str]:
         """Record the event as the App's webhook would; the run it starts or signals."""
         # The payload's authenticity is the runner's word: no signature to check.
-        config = WebhookConfig(
-            secret=None, insecure=True, routing=self.routing,
-            agent_command=self.env.inputs.agent_command or self.settings.agent_command,
-        )
+        config = WebhookConfig(secret=None, insecure=True, routing=self.routing,
+                               agent_command=self.identity.agent_command)
         receiver = WebhookReceiver(store, config, wake=lambda run_id: None)
-        delivery = f"actions-{self.env.run_id}"  # the same for every attempt of the run
+        delivery = delivery_id(self.env.run_id)
         outcome = receiver.record(Event(payload, event=self.env.event_name,
                                          delivery_id=delivery))
         log.info("delivery %r: %s: %s run=%r", delivery, outcome.decision, outcome.reason,

@@ -1,7 +1,8 @@
 """A GitHub Actions job for ``action.yml``, against the fake GitHub and a local bare origin.
 
 ``acme/widgets`` is a bare repository on disk (its ``clone_url`` is its ``file://`` URL, so
-git reaches it without a server; ``github.gitauth``'s helper is harmless there); the fake
+git reaches it without a server; ``github.gitauth``'s helper is harmless there), and the
+job's ``GITHUB_SERVER_URL`` is the folder that holds it; the fake
 GitHub serves the API and checks the job's token on every call. Event payloads are GitHub's
 documented examples (``tests/data``) with the repository, issue, comment and pull request
 replaced by the fake's own REST representations. The action's install is a warm cache entry:
@@ -75,6 +76,12 @@ class Scene:
         return self.root / "git" / OWNER / f"{REPO}.git"
 
     @property
+    def server_url(self) -> str:
+        """Where the job finds its repository: ``{server_url}/acme/widgets.git`` is the bare
+        repository's ``file://`` URL, as GitHub's ``clone_url`` is on github.com."""
+        return (self.root / "git").resolve().as_uri()
+
+    @property
     def shared(self) -> Path:
         return self.root / "shared"
 
@@ -113,7 +120,7 @@ class Scene:
                                      "ACTIONS_", "RUNNER_"))}
         return Job(workspace=work, temp=temp, event_name=event_name, event=event, token=token,
                    repository=f"{OWNER}/{REPO}", api_url=self.fake.base_url,
-                   server_url="https://github.com", run_id=run_id, run_attempt=attempt,
+                   server_url=self.server_url, run_id=run_id, run_attempt=attempt,
                    env={**base, **(env or {})})
 
     def run(self, job: Job, **inputs: str) -> ActionResult:
