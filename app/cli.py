@@ -21,6 +21,7 @@ from runner.errors import LedgerUnavailable, RatchetError, StaleWrite, UnknownRu
 from runner.ledger import Store, open_store
 from runner.ledger.records import Run, Signal
 from runner.names import EventType, SignalKind, SignalStatus, verb_of
+from runner.neutralise import escape_controls
 from runner.render import render_reply, say_next_action
 from runner.rundir import export_run
 from runner.signal_payloads import Approve, RaiseBudget, RequestChanges, SignalPayload
@@ -279,7 +280,9 @@ def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_OK
     for run in runs:
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created_at))
-        print(f"{run.id}  {run.state.value:<18} {run.step:<22} {created}  {run.title}")
+        # A title is anyone's text: its controls are shown, never sent to the terminal.
+        print(f"{run.id}  {run.state.value:<18} {run.step:<22} {created}"
+              f"  {escape_controls(run.title)}")
     return EXIT_OK
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shlex
 
+from runner.neutralise import escape_controls
 from runner.render import say_next_action, say_usage
 from runner.views import RunStatus
 
@@ -45,8 +46,8 @@ def status_text(status: RunStatus) -> str:
         f"completed: {', '.join(status.completed_steps) or 'nothing yet'}",
     ]
     if status.reason:
-        lines.append(f"reason: {status.reason}")
-    lines += [f"problem: {problem}" for problem in status.problems]
+        lines.append(f"reason: {escape_controls(status.reason)}")
+    lines += [f"problem: {escape_controls(problem)}" for problem in status.problems]
     if status.subagents:
         lines.append("subagents: " + ", ".join(
             f"{row['name']} {row['status']}" + (f" ({row['artifact']})" if row.get("artifact")

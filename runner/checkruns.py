@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from runner.neutralise import strip_controls
 from runner.render import CheckRunText, Vocabulary, render_spec_check
 from verification.evidence import (
     EvidenceReport,
@@ -82,24 +83,33 @@ def render_check_run(payload: Mapping[str, Any], words: Vocabulary, *,
     An effect recorded before evidence travelled as data holds its output already rendered
     (title, summary, text, annotations in batches): it is shown as recorded, so an unsent
     effect of an older ledger is still sent.
+
+    What checks printed (log tails, test messages, paths) is shown in code, and without the
+    control and bidi characters that would make it read differently from what it holds.
     """
     if "review" in payload:
         return render_spec_check(payload, words)
     if "evidence" in payload:
         report = EvidenceReport.from_dict(payload["evidence"])
-        return CheckRunText(render_title(report), fit(render_summary(report), limit),
-                            render_failures(report, limit=limit),
-                            check_run_annotations(payload))
-    output = payload.get("output") or {}
-    return CheckRunText(str(output.get("title") or payload["name"]),
-                        fit(str(output.get("summary") or ""), limit),
-                        str(output.get("text") or ""), check_run_annotations(payload))
+        shown = CheckRunText(render_title(report), fit(render_summary(report), limit),
+                             render_failures(report, limit=limit),
+                             check_run_annotations(payload))
+    else:
+        output = payload.get("output") or {}
+        shown = CheckRunText(str(output.get("title") or payload["name"]),
+                             fit(str(output.get("summary") or ""), limit),
+                             str(output.get("text") or ""), check_run_annotations(payload))
+    return CheckRunText(strip_controls(shown.title), strip_controls(shown.summary),
+                        strip_controls(shown.text), shown.annotations)
 
 
 def check_run_annotations(payload: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
     """The annotations a check run effect adds: its evidence's, or the batches an older
-    effect recorded, flattened."""
+    effect recorded, flattened; their text without control and bidi characters."""
     if "evidence" in payload:
-        return tuple(payload["evidence"].get("annotations") or ())
-    batches = (payload.get("output") or {}).get("annotation_batches") or []
-    return tuple(item for batch in batches for item in batch)
+        found = tuple(payload["evidence"].get("annotations") or ())
+    else:
+        batches = (payload.get("output") or {}).get("annotation_batches") or []
+        found = tuple(item for batch in batches for item in batch)
+    return tuple({name: strip_controls(value) if isinstance(value, str) else value
+                  for name, value in item.items()} for item in found)

@@ -4,15 +4,22 @@ to signals, check runs (the verification's: ``runner/checkruns.py``). Pure.
 The runner's records hold data; this module turns it into Markdown. How a person acts on a run
 differs by forge (a slash command on GitHub, a CLI command locally), so every renderer takes a
 ``Vocabulary`` from the edge that supplies it; nothing here names a command.
+
+Every text Ratchet did not write (an agent's spec and summary, a failure's reason, a typed
+hash) goes through ``runner/neutralise.py`` here, so it cannot act on the forge; Ratchet's own
+lines (its hash line, its commands, a reply's mention of who typed the command) are written
+around it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from runner.budget import Limit, format_amount
+from runner.neutralise import neutralise, strip_controls
 from runner.signals import MIN_HASH_PREFIX, Refusal
 from runner.views import NextActionKind
 
@@ -87,7 +94,7 @@ def say_next_action(action: Mapping[str, Any], run_id: str, words: Vocabulary) -
         return (f"review spec.md, then {_code(words.approve(run_id, prefix))} or"
                 f" {_code(words.request_changes(run_id))}")
     if kind is NextActionKind.HUMAN_DECISION:
-        return (f"a human must decide: {action.get('reason')}; then"
+        return (f"a human must decide: {_inline(action.get('reason'))}; then"
                 f" {_code(words.retry(run_id))} or {_code(words.cancel(run_id))}")
     if kind is NextActionKind.RAISE_BUDGET:
         amount = str(action.get("raise") or "+1")
@@ -96,8 +103,8 @@ def say_next_action(action: Mapping[str, Any], run_id: str, words: Vocabulary) -
                 f" the limit reached; +$1 is dollars, +30m agent minutes, +2h run hours, +3runs"
                 f" agent runs) and the run continues from {action.get('step')}, or"
                 f" {_code(words.cancel(run_id))}")
-    return (f"fix the cause ({action.get('reason')}), then {_code(words.retry(run_id))}, or"
-            f" {_code(words.cancel(run_id))}")
+    return (f"fix the cause ({_inline(action.get('reason'))}), then"
+            f" {_code(words.retry(run_id))}, or {_code(words.cancel(run_id))}")
 
 
 def render_tracking(view: Mapping[str, Any], words: Vocabulary,
@@ -122,17 +129,19 @@ def render_tracking(view: Mapping[str, Any], words: Vocabulary,
     if view.get("usage"):
         lines.append(f"Spent: {say_usage(view['usage'])}")
     for note in view.get("limited", ()):
-        lines.append(f"Limited: {note}.")
+        lines.append(f"Limited: {_inline(note)}.")
     if view.get("failure_class"):
         lines.append(f"Failure class: {view['failure_class']}")
     if view.get("reason") and view["state"] in {"failed", "needs_human", "cancelled"}:
-        lines.append(f"Reason: {view['reason']}")
+        lines.append(f"Reason: {_inline(view['reason'])}")
     lines += ["", f"Next: {say_next_action(view['next_action'], run_id, words)}"]
     return "\n".join(lines) + "\n"
 
 
 def render_pull_request(payload: Mapping[str, Any], words: Vocabulary) -> str:
-    """The pull request body: the spec, its sha256, and how to approve or send it back."""
+    """The pull request body: Ratchet's section (the spec's sha256, once, and how to approve or
+    send it back), then the spec and the implementation's summary as the agents wrote them,
+    neutralised."""
     spec = payload["spec"]
     run_id = payload["run"]
     prefix = spec["sha256"][:HASH_PREFIX]
@@ -142,10 +151,11 @@ def render_pull_request(payload: Mapping[str, Any], words: Vocabulary) -> str:
         f"- approve it: `{words.approve(run_id, prefix)}`\n"
         f"- send it back: `{words.request_changes(run_id)}`",
         "---",
-        spec["text"].rstrip() + "\n",
+        neutralise(spec["text"]).rstrip() + "\n",
     ]
     if payload.get("summary"):
-        parts += ["---", "**Implementation summary**", payload["summary"].rstrip() + "\n"]
+        parts += ["---", "**Implementation summary**",
+                  neutralise(payload["summary"]).rstrip() + "\n"]
     return "\n\n".join(parts)
 
 
@@ -159,13 +169,15 @@ def render_reply(payload: Mapping[str, Any], words: Vocabulary) -> str:
     author = payload.get("author", "")
     who = f"{words.mention(author)}: " if author else ""
     if refusal is Refusal.NOT_PERMITTED:
-        text = (f"your command was not applied: {params.get('detail') or 'not permitted'}."
+        detail = _inline(params.get("detail") or "not permitted")
+        text = (f"your command was not applied: {detail}."
                 " Someone with write access to the repository can run it.")
     elif refusal is Refusal.NOT_WAITING_FOR_APPROVAL:
         text = (f"there is no spec waiting for approval (the run is {params.get('state')}).")
     elif refusal is Refusal.STALE_HASH:
         current = str(params.get("current", ""))
-        text = (f"`{params.get('given') or '(none)'}` is not the current spec's hash."
+        given = _code(str(params.get("given") or "(none)"))
+        text = (f"{given} is not the current spec's hash."
                 f" The current spec is `{current}`: review it, then"
                 f" `{words.approve(run_id, current[:HASH_PREFIX])}`.")
     elif refusal is Refusal.SHORT_HASH:
@@ -189,7 +201,7 @@ def render_reply(payload: Mapping[str, Any], words: Vocabulary) -> str:
         text = ("verification runs again only on a stopped run with an implemented tree"
                 f" (the run is {params.get('state')}).")
     elif refusal is Refusal.BAD_BUDGET:
-        text = (f"{params.get('detail') or 'that is not a budget raise'}:"
+        text = (f"{_inline(params.get('detail') or 'that is not a budget raise')}:"
                 f" `{words.budget(run_id, '+1')}`.")
     else:
         text = f"the run has ended ({params.get('state')}); start a new one."
@@ -205,7 +217,7 @@ def render_status_reply(payload: Mapping[str, Any], words: Vocabulary) -> str:
     if status.get("completed"):
         lines.append(f"Completed: {', '.join(status['completed'])}.")
     if status.get("reason"):
-        lines.append(f"Reason: {status['reason']}")
+        lines.append(f"Reason: {_inline(status['reason'])}")
     if (status.get("usage") or {}).get("total", {}).get("agent_runs"):
         lines.append(f"Spent: {say_usage(status['usage'])}")
     lines.append(f"Next: {say_next_action(status['next_action'], run_id, words)}")
@@ -268,7 +280,15 @@ def _count(number: int) -> str:
 
 
 def _code(text: str) -> str:
-    return f"`{text}`"
+    """An inline code span its own backticks cannot end (what it holds shows as typed)."""
+    ticks = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{strip_controls(text)}{pad}{ticks}"
+
+
+def _inline(text: object) -> str:
+    """Text Ratchet did not write, inside one of its own lines: neutralised, on one line."""
+    return neutralise(" ".join(str(text).split()))
 
 
 def _duration(seconds: float) -> str:

@@ -31,6 +31,7 @@ from runner.errors import (
 )
 from runner.ledger.records import NewEvent
 from runner.names import EventType
+from runner.neutralise import neutralise
 from runner.results import VerifyRecord
 from runner.steps.base import (
     StepInput,
@@ -213,8 +214,8 @@ def _prompt_context(
     earlier = []
     for path in wanted:
         text = artifact_text(services, inp.run.id, path)
-        if text is not None:
-            earlier.append((path, text))
+        if text is not None:  # as people are shown it: one text for the reviewer and the agent
+            earlier.append((path, neutralise(text)))
     feedback: tuple[str, ...] = ()
     if phase is State.SPECIFY:
         feedback = tuple(

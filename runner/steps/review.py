@@ -20,6 +20,7 @@ from typing import Any
 from runner.checkruns import SPEC_CHECK, CheckRunId
 from runner.effects import EffectRequest
 from runner.names import EffectKind
+from runner.neutralise import strip_controls
 from runner.results import branch_head
 from runner.steps.base import StepInput, StepServices
 
@@ -78,7 +79,8 @@ def pull_request_payload(inp: StepInput, *, spec_text: str, spec_sha256: str, dr
                          summary: str | None = None) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "run": inp.run.id, "branch": inp.branch,
-        "base": inp.run.origin.base_branch or inp.base, "title": inp.run.title,
+        "base": inp.run.origin.base_branch or inp.base,
+        "title": strip_controls(inp.run.title),
         "draft": draft, "spec": {"sha256": spec_sha256, "text": spec_text},
     }
     if summary:

@@ -41,6 +41,7 @@ from runner.errors import (
 )
 from runner.ledger.records import NewEvent
 from runner.names import EventType
+from runner.neutralise import neutralise
 from runner.results import prepared_result
 from runner.steps.base import (
     StepInput,
@@ -279,7 +280,8 @@ def readable_artifacts(inp: StepInput, services: StepServices, folder: Path) -> 
             continue
         destination = target.joinpath(*parts)
         destination.parent.mkdir(parents=True, exist_ok=True)
-        destination.write_bytes(data)
+        # What later agents read is what people would be shown (runner/neutralise.py).
+        destination.write_text(neutralise(data.decode(errors="replace")))
     return target if paths else None
 
 
