@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import re
 
+from runner.signals import MIN_HASH_PREFIX
+
 # ANSI escape sequences: CSI (ESC [ or the C1 CSI), OSC (ended by BEL or ST), two-byte escapes.
 _ANSI = re.compile(
     r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]"
@@ -51,9 +53,9 @@ _CLOSING = re.compile(
 # A user or team mention: GitHub takes one after any character but a letter, digit or "_".
 _MENTION = re.compile(r"(?<![A-Za-z0-9_])\\*@[A-Za-z0-9][A-Za-z0-9-]*(?:/[A-Za-z0-9_.-]+)?")
 # A hash people could approve with: full sha256 anywhere, or 12+ hex digits on a line that
-# talks about a sha256 or a /ratchet command (Ratchet asks for 12).
+# talks about a sha256 or a /ratchet command (the shortest prefix an approval accepts).
 _SHA256 = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{64}(?![0-9A-Za-z])")
-_PREFIX = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{12,}(?![0-9A-Za-z])")
+_PREFIX = re.compile(rf"(?<![0-9A-Za-z])[0-9a-fA-F]{{{MIN_HASH_PREFIX},}}(?![0-9A-Za-z])")
 _HASH_TALK = re.compile(r"(?i)sha-?256|/ratchet\b")
 SHOWN_HEX = 7  # what is left of such a hash: enough to recognise, too little to approve
 # HTML GitHub would render: a comment anywhere; any tag where it would open an HTML block (at
