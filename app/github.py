@@ -13,9 +13,10 @@ from github.client import GitHubClient
 from github.credentials import AppCredentials, GitHubSettingsError
 from github.effects import GitHubExecutor
 from github.gitauth import git_credentials
-from github.permissions import GitHubAuthorizer
+from github.permissions import GitHubAuthorizer, Permissions
 from github.repository import RepoTarget
 from github.routing import PERMISSION_EVENTS, RouteSettings
+from github.triggers import TriggerGate
 from github.words import GITHUB_WORDS
 from runner.ledger.records import Run
 from runner.ledger.store import Store
@@ -40,7 +41,9 @@ def app_credentials(settings: Settings) -> AppCredentials | None:
         raise SettingsError(f"invalid settings: {exc}") from None
 
 
-def webhook_config(settings: Settings) -> WebhookConfig:
+def webhook_config(settings: Settings, store: Store | None = None) -> WebhookConfig:
+    """The webhook's settings; with ``store`` and an App, the label's sender is checked
+    (``github/triggers.py``)."""
     return WebhookConfig(
         secret=settings.webhook_secret,
         insecure=settings.insecure_dev_webhooks,
@@ -51,7 +54,21 @@ def webhook_config(settings: Settings) -> WebhookConfig:
             allowed_bots=settings.allowed_bot_logins,
         ),
         agent_command=settings.agent_command,
+        triggers=trigger_gate(settings, store) if store is not None else None,
     )
+
+
+def trigger_gate(settings: Settings, store: Store) -> TriggerGate | None:
+    """Who may start a run with the label, asked of GitHub through the App (None without
+    one)."""
+    credentials = app_credentials(settings)
+    if credentials is None:
+        return None
+    client = GitHubClient(credentials, mutation_interval=settings.github_mutation_interval)
+    permissions = Permissions(client, changes=lambda: store.count_deliveries(PERMISSION_EVENTS))
+    return TriggerGate(client, permissions, store, role=settings.trigger_permission,
+                       allowed_bots=settings.allowed_bot_logins,
+                       per_installation=client.per_installation)
 
 
 def bot_login(settings: Settings) -> str | None:

@@ -125,7 +125,7 @@ def serve(settings: Settings, *, host: str, port: int) -> None:
                 wakeups.stop_sessions()
                 worker.stop()
 
-    receiver = WebhookReceiver(store, webhook_config(settings), wakeups.enqueue)
+    receiver = WebhookReceiver(store, webhook_config(settings, store), wakeups.enqueue)
     app = create_app(store, broker_ping=_broker_ping(wakeups), lifespan=lifespan,
                      webhooks=receiver, dashboard=dashboard)
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -92,6 +93,8 @@ class Settings(BaseSettings):
     webhook_secret: str | None = None  # deliveries without a matching signature are refused
     insecure_dev_webhooks: bool = False  # accept unsigned deliveries (local development only)
     trigger_label: str = "ratchet"  # comma-separated labels that start a run on an issue
+    # The least role whose label starts a run (triage, write, maintain or admin).
+    trigger_permission: Literal["triage", "write", "maintain", "admin"] = "write"
     allowed_bots: str = ""  # comma-separated bot logins whose commands are not ignored
     public_url: str | None = None  # where this service is reachable (links, the App manifest)
     github_app_id: int | None = None

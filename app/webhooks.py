@@ -23,7 +23,8 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Protocol
 
 from gidgethub import BadRequest, ValidationFailure
 from gidgethub.sansio import Event
@@ -33,12 +34,13 @@ from starlette.responses import JSONResponse
 
 from github.routing import Ignore, RouteSettings, StartRun, VerifyPullRequest, route
 from github.webhook_payloads import parse_event
-from runner.errors import LedgerUnavailable
+from runner.errors import LedgerUnavailable, StepFailure
 from runner.intake import new_run
 from runner.ledger.records import DeliveryIntake, DeliveryOutcome, NewDelivery, NewRun, SignalFor
 from runner.ledger.store import Store
 from runner.names import SignalKind
 from runner.origin import AgentChoice, GitHubOrigin
+from runner.signals import Authorization
 from runner.tracking import with_first_edit
 from runner.workflow import PULL_REQUEST_WORKFLOW
 
@@ -49,12 +51,27 @@ MAX_BODY_BYTES = 25 * 1024 * 1024
 _REQUIRED_HEADERS = ("x-github-event", "x-github-delivery", "content-type")
 
 
+class TriggerCheck(Protocol):
+    """Who may start a run with the trigger label (``github/triggers.py``): asks GitHub."""
+
+    def check(self, origin: GitHubOrigin) -> Authorization: ...
+
+    def refuse(self, origin: GitHubOrigin, issue: int, why: Authorization) -> bool: ...
+
+
+# A refused label: the run it would have started, its issue, and why not.
+_Refusal = tuple[GitHubOrigin, int, Authorization]
+
+
 @dataclass(frozen=True)
 class WebhookConfig:
     secret: str | None
     insecure: bool  # accept unsigned deliveries (local development)
     routing: RouteSettings
     agent_command: str | None  # the agent of runs started by a label
+    # Who may start a run with the label; None only where no App is configured (such a run
+    # cannot be carried out anyway: it stops naming the missing App).
+    triggers: TriggerCheck | None = None
 
 
 class WebhookReceiver:
@@ -96,11 +113,24 @@ class WebhookReceiver:
             return _answer(401, "the signature does not match the configured secret")
         except (BadRequest, ValueError) as exc:
             return _answer(400, f"the body is not a JSON delivery: {exc}")
+        intake = self.intake(event)
+        refused: _Refusal | None = None
+        if _label_start(intake) is not None and self.config.triggers is not None:
+            try:
+                intake, refused = await asyncio.to_thread(self._gate, intake)
+            except StepFailure as exc:
+                log.warning("delivery %r: the label's sender is unknown: %s",
+                            event.delivery_id, exc)
+                return _answer(503, f"GitHub could not say who may start runs ({exc});"
+                                    " redeliver this delivery")
         try:
-            outcome = await asyncio.wrap_future(self.writer.record(self.intake(event)))
+            outcome = await asyncio.wrap_future(self.writer.record(intake))
         except LedgerUnavailable as exc:
             log.warning("delivery %r: ledger unavailable: %s", event.delivery_id, exc)
             return _answer(503, "the ledger is unavailable; GitHub may redeliver")
+        if refused is not None and outcome.recorded:
+            threading.Thread(target=self._refuse, args=(intake.delivery.id, refused),
+                             daemon=True, name="ratchet-trigger-reply").start()
         log.info("delivery %r (%s): %s: %s run=%r", event.delivery_id, event.event,
                  outcome.decision, outcome.reason, outcome.run_id)
         acted = outcome.recorded and outcome.decision in {"start", "signal"}
@@ -119,8 +149,33 @@ class WebhookReceiver:
     def record(self, event: Event) -> DeliveryOutcome:
         """Record one delivery now, in its own transaction (a caller with one event, such as
         an Actions job, whose payload the runner vouches for)."""
-        [outcome] = self.store.accept_deliveries([self.intake(event)])
+        intake, refused = self._gate(self.intake(event))
+        [outcome] = self.store.accept_deliveries([intake])
+        if refused is not None and outcome.recorded:
+            self._refuse(intake.delivery.id, refused)
         return outcome
+
+    def _gate(self, intake: DeliveryIntake) -> tuple[DeliveryIntake, _Refusal | None]:
+        """A label's start as it stands when its sender may start runs; otherwise ignored,
+        with the refusal to reply (GitHub's failures are raised: nothing is recorded)."""
+        origin = _label_start(intake)
+        if origin is None or self.config.triggers is None or intake.start is None:
+            return intake, None
+        why = self.config.triggers.check(origin)
+        if why.allowed:
+            return intake, None
+        reason = f"not started: {why.detail}, less than a run's starter needs"
+        return (DeliveryIntake(replace(intake.delivery, decision="ignore", reason=reason)),
+                (origin, intake.start.issue or 0, why))
+
+    def _refuse(self, delivery: str, refused: _Refusal) -> None:
+        """The refused label's one reply; a failure is logged (the refusal is recorded)."""
+        assert self.config.triggers is not None
+        try:
+            self.config.triggers.refuse(*refused)
+        except Exception as exc:
+            log.warning("delivery %r: the refusal's reply was not sent: %s", delivery, exc)
+
 
     def intake(self, event: Event) -> DeliveryIntake:
         """Decide (pure) what the delivery would cause; the ledger has the last word."""
@@ -208,6 +263,15 @@ class DeliveryWriter:
                 continue
             for (_, answer), outcome in zip(batch, outcomes, strict=True):
                 answer.set_result(outcome)
+
+
+def _label_start(intake: DeliveryIntake) -> GitHubOrigin | None:
+    """The origin of the run a trigger label would start (a verification is not one)."""
+    start = intake.start
+    origin = start.origin if start is not None else None
+    if isinstance(origin, GitHubOrigin) and origin.label is not None:
+        return origin
+    return None
 
 
 def _decision(intent: object) -> str:

@@ -7,17 +7,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from github.routing import PERMISSION_EVENTS
+
 # The least the App needs: push its branch, comment and react, open pull requests, post check
-# runs, read the repository.
+# runs, read the repository; and read an organization's members, whose webhooks say when
+# someone's access changed (GitHub sends them only to an App that may read members).
 PERMISSIONS = {
     "contents": "write",
     "issues": "write",
     "pull_requests": "write",
     "checks": "write",
     "metadata": "read",
+    "members": "read",
 }
-# The events it acts on (github/routing.py).
-EVENTS = ["issues", "issue_comment", "pull_request", "pull_request_review", "check_run"]
+# The events it acts on (github/routing.py), and those that drop its cached permissions.
+ROUTED_EVENTS = ["issues", "issue_comment", "pull_request", "pull_request_review", "check_run"]
+EVENTS = [*ROUTED_EVENTS, *PERMISSION_EVENTS]
 
 
 def app_manifest(public_url: str, *, name: str = "Ratchet") -> dict[str, Any]:

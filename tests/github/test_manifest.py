@@ -7,7 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from github.manifest import EVENTS
+from github.manifest import EVENTS, ROUTED_EVENTS
+from github.routing import PERMISSION_EVENTS
 from github.webhook_payloads import MODELS
 from tests.webhook_examples import event_names
 
@@ -25,10 +26,13 @@ def test_the_manifest_names_the_webhook_the_events_routed_and_the_least_permissi
         "url": "https://ratchet.example.com/webhooks/github", "active": True}
     assert printed["default_permissions"] == {
         "contents": "write", "issues": "write", "pull_requests": "write", "checks": "write",
-        "metadata": "read"}
+        "metadata": "read", "members": "read"}
     assert printed["public"] is False and printed["name"] == "Ratchet"
-    # Exactly the events the router acts on, each one GitHub documents.
-    assert sorted(printed["default_events"]) == sorted(MODELS) == sorted(EVENTS)
+    # Exactly the events the router acts on and those that say someone's access changed,
+    # each one GitHub documents.
+    assert sorted(printed["default_events"]) == sorted(EVENTS)
+    assert sorted(ROUTED_EVENTS) == sorted(MODELS)
+    assert set(EVENTS) - set(ROUTED_EVENTS) == set(PERMISSION_EVENTS)
     assert set(EVENTS) <= event_names()
 
 

@@ -1,0 +1,75 @@
+"""Who may start a run with the trigger label, and the one reply to someone who may not.
+
+GitHub lets anyone with triage access add a label; a run spends the operator's money and
+writes to the repository, so the label starts one only when its sender holds
+``RATCHET_TRIGGER_PERMISSION`` (write by default) or is a bot the operator allows. Anyone else
+gets one reply on the issue saying who may, at most once a minute per person and issue
+(``Store.claim_reply``, so every process agrees), and no run is recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection
+
+from runner.ledger.store import Store
+from runner.origin import GitHubOrigin
+from runner.signals import Authorization
+
+from .client import GitHubClient
+from .comments import ISSUE_COMMENTS
+from .permissions import BOT_SUFFIX, NO_ACCESS, ROLES, Permissions
+from .repository import RepoAPI, RepoTarget
+
+log = logging.getLogger(__name__)
+
+TRIGGER_ROLES = ROLES[2:]  # triage, write, maintain, admin
+REPLY_INTERVAL = 60.0  # seconds between two replies to one person on one issue
+
+
+class TriggerGate:
+    """``check`` a label's sender against the required ``role``; ``refuse`` with one reply."""
+
+    def __init__(self, client: GitHubClient, permissions: Permissions, store: Store, *,
+                 role: str = "write", allowed_bots: Collection[str] = (),
+                 per_installation: bool = True) -> None:
+        if role not in TRIGGER_ROLES:
+            raise ValueError(f"RATCHET_TRIGGER_PERMISSION={role!r}: use one of"
+                             f" {', '.join(TRIGGER_ROLES)}")
+        self.client = client
+        self.permissions = permissions
+        self.store = store
+        self.role = role
+        self.allowed_bots = frozenset(b.lower() for b in allowed_bots)
+        self.per_installation = per_installation
+
+    def _target(self, origin: GitHubOrigin) -> RepoTarget:
+        return RepoTarget(origin.owner, origin.repo,
+                          origin.installation if self.per_installation else None)
+
+    def check(self, origin: GitHubOrigin) -> Authorization:
+        """Whether the label's sender (``origin.started_by``) may start a run; GitHub's
+        failures are raised."""
+        login = origin.started_by or ""
+        if login.lower().endswith(BOT_SUFFIX):
+            allowed = login.lower() in self.allowed_bots
+            return Authorization(allowed, f"{login} is {'an allowed' if allowed else 'a'} bot")
+        target = self._target(origin)
+        role = self.permissions.role(target, login)
+        if role.at_least(self.role):
+            return Authorization(True, f"{login} has {role.name} access")
+        has = ("no access" if role is NO_ACCESS else f"{role.name} access")
+        return Authorization(False, f"{login} has {has} to {target.full_name}")
+
+    def refuse(self, origin: GitHubOrigin, issue: int, why: Authorization) -> bool:
+        """Post the one reply saying who may start a run (False: one was sent lately)."""
+        login = origin.started_by or ""
+        if not self.store.claim_reply(origin.clone_url, issue, login, interval=REPLY_INTERVAL):
+            return False
+        roles = ", ".join(TRIGGER_ROLES[TRIGGER_ROLES.index(self.role):])
+        body = (f"@{login}: the `{origin.label}` label starts a Ratchet run only when someone"
+                f" with {self.role} access or more ({roles}) adds it; {why.detail}. Ask a"
+                " maintainer to add it.\n")
+        RepoAPI(self.client, self._target(origin)).post(ISSUE_COMMENTS, {"body": body},
+                                                        issue_number=issue)
+        return True
