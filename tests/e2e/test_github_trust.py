@@ -4,6 +4,7 @@ nothing."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +12,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tests.e2e.github_app import BOT, OWNER, REPO, WRITER, AppScene, scenes
+from tests.e2e.github_app import BOT, OWNER, READER, REPO, WRITER, AppScene, scenes
+from tests.webhook_examples import example
 
 ISSUE = 1
 TRIAGER = "tess"
@@ -67,3 +69,46 @@ def test_a_quoted_fenced_or_hidden_command_does_nothing(scene: AppScene, body: s
     assert (answer.json()["decision"], answer.json()["reason"]) == (
         "ignore", "no /ratchet command")
     assert scene.run_state()["state"] not in {"cancelled"}
+
+
+def spec_prefix(scene: AppScene) -> str:
+    [pull] = scene.fake.pulls(OWNER, REPO)
+    found = re.search(r"/ratchet approve ([0-9a-f]{12})", pull.body or "")
+    assert found, pull.body
+    return found.group(1)
+
+
+def waiting_for_approval(scene: AppScene) -> bool:
+    tracking = [c for c in scene.tracking_comments(ISSUE) if "awaiting approval" in c.body]
+    return bool(scene.fake.pulls(OWNER, REPO) and tracking)
+
+
+def test_a_readers_burst_gets_one_reply_and_a_demoted_writer_cannot_approve(
+        scene: AppScene) -> None:
+    scene.serve()
+    assert scene.deliver("issues", scene.labeled(ISSUE)).status_code == 202
+    scene.wait_for("the spec's review", lambda: waiting_for_approval(scene))
+    [pull] = scene.fake.pulls(OWNER, REPO)
+    prefix = spec_prefix(scene)
+
+    # Twenty approvals from a reader: twenty refusals recorded, one reply.
+    for _ in range(20):
+        _, answer = scene.command(pull.number, f"/ratchet approve {prefix}", author=READER)
+        assert answer.status_code == 202
+    scene.wait_for("one reply", lambda: scene.replies(pull.number))
+    # alice's status request is answered (her write access is now cached), after the burst.
+    scene.command(pull.number, "/ratchet status", author=WRITER)
+    scene.wait_for("the status reply", lambda: len(scene.replies(pull.number)) == 2)
+    assert len([r for r in scene.replies(pull.number) if f"@{READER}" in r.body]) == 1
+
+    # alice is demoted to read; GitHub says so with a member webhook; her approve is refused
+    # at once, not a minute later.
+    scene.fake.set_permission(OWNER, REPO, WRITER, "read")
+    member = example("member", "edited")
+    member["member"] = {**member["member"], "login": WRITER}
+    assert scene.deliver("member", member).json()["decision"] == "ignore"
+    scene.command(pull.number, f"/ratchet approve {prefix}", author=WRITER)
+    scene.wait_for("the refusal", lambda: len(scene.replies(pull.number)) == 3)
+    refusal = scene.replies(pull.number)[-1].body
+    assert f"@{WRITER}" in refusal and "read access" in refusal
+    assert scene.run_state()["state"] == "awaiting_approval"
