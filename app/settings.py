@@ -209,6 +209,20 @@ class Settings(BaseSettings):
         """The CLI config paths copied into each agent's fresh HOME (``~`` expanded)."""
         return tuple(Path(p).expanduser() for p in self.agent_home_seed.split(":") if p)
 
+    def private_key_lines(self) -> tuple[str, ...]:
+        """The App's private key and each of its lines, to mask wherever any of it is printed;
+        nothing without a key, or when its file cannot be read (the App's client says why)."""
+        text = self.github_private_key
+        if text is None and self.github_private_key_file is not None:
+            try:
+                text = self.github_private_key_file.read_text()
+            except (OSError, UnicodeDecodeError):
+                return ()
+        if not text:
+            return ()
+        lines = (line.strip() for line in text.splitlines())
+        return (text, *(line for line in lines if line and "PRIVATE KEY" not in line))
+
     def sandbox_policy(self) -> Sandbox:
         """Where agents and checks run: Ratchet's home and secret files are never visible."""
         hidden = [self.home]
@@ -258,7 +272,8 @@ class Settings(BaseSettings):
             check_env=self.check_env_names,
             agent_home_seed=self.home_seed,
             redact=Redactor.from_environment(os.environ,
-                                             urls=(self.store_url, self.broker_url)),
+                                             urls=(self.store_url, self.broker_url),
+                                             secrets=self.private_key_lines()),
             default_agent_command=self.agent_command,
             default_agent=self.agent,
             budget=self.budget_defaults(),

@@ -64,10 +64,12 @@ class Redactor:
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str], *,
-                         urls: Iterable[str | None] = ()) -> Redactor:
-        """Mask the values of secret-named variables and the passwords inside ``urls``
-        (service URLs the caller knows hold one)."""
+                         urls: Iterable[str | None] = (),
+                         secrets: Iterable[str] = ()) -> Redactor:
+        """Mask the values of secret-named variables, the passwords inside ``urls`` (service
+        URLs the caller knows hold one) and the caller's other ``secrets`` (a key file's)."""
         values = [v for k, v in environ.items() if SECRET_NAME.search(k)]
+        values += secrets
         for url in urls:
             password = urlsplit(url or "").password
             if password:

@@ -72,3 +72,19 @@ def test_a_secret_printed_encoded_is_masked_in_every_alignment():
         assert redact(f"x {shown} y") == "x *** y"
     assert redact("nothing secret: aGVsbG8gd29ybGQ= 68656c6c6f") == (
         "nothing secret: aGVsbG8gd29ybGQ= 68656c6c6f")
+
+
+def test_the_apps_private_key_is_masked_whole_line_by_line_and_encoded(tmp_path):
+    import base64
+
+    from app.settings import Settings
+
+    body = ["MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun",
+            "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK"]
+    pem = "\n".join(["-----BEGIN RSA PRIVATE KEY-----", *body, "-----END RSA PRIVATE KEY-----"])
+    key = tmp_path / "app-key.pem"
+    key.write_text(pem)
+    redact = Settings(home=tmp_path / "home", github_private_key_file=key).engine_settings().redact
+    assert redact(f"key: {body[1]}") == "key: ***"
+    assert "***" in redact(base64.b64encode(f"k={body[0]}".encode()).decode())
+    assert redact(pem).count(body[0]) == 0
