@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test test-fast lint bench clean system-deps browser-deps
+.PHONY: run test test-fast test-agents agent-clis lint bench clean system-deps browser-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +36,7 @@ browser-deps:
 run: $(VENV)/.installed system-deps
 	$(BIN)/ratchet serve
 
-test: $(VENV)/.installed-dev system-deps browser-deps
+test: $(VENV)/.installed-dev system-deps browser-deps agent-clis
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/python tests/action/lint_action.py  # actionlint: action.yml, docs/actions/*.yml
@@ -53,7 +53,18 @@ test: $(VENV)/.installed-dev system-deps browser-deps
 test-fast: $(VENV)/.installed-dev system-deps
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 4 -m "not services and not slow" $(PYTEST_ARGS)
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 4 -m "not services and not slow and not agents" $(PYTEST_ARGS)
+
+# The real agent CLIs (tests/agents/clis.py pins them) are installed from npm and PyPI into
+# .cache/agents/ (RATCHET_AGENTS_CACHE), once per version; a registry that does not answer skips
+# its CLIs' tests, an install that fails while it answers fails under CI=true.
+agent-clis: $(VENV)/.installed-dev
+	$(BIN)/python tests/agents/install.py
+
+# Every preset end to end with its real CLI, sandbox on, against the scripted model API
+# (tests/fakes/modelapi/). `make test` runs these too; `make test-fast` leaves them out.
+test-agents: $(VENV)/.installed-dev system-deps agent-clis
+	$(BIN)/python -m pytest -m agents tests/agents $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

@@ -1,0 +1,83 @@
+"""Real agent CLIs against the scripted model API: every test here is marked ``agents``
+(``make test-agents``; ``make test-fast`` leaves them out) and skips, saying how to install,
+when its pinned CLI is not in the cache (``clis.py``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.agents.clis import CLIS, Cli
+from tests.e2e.harness import Ratchet, make_target_repo
+from tests.fakes.modelapi import ModelServer, Script
+
+HERE = Path(__file__).parent
+# What the runner holds: the proxy adds it upstream; the agent never sees it.
+KEYS = {"ANTHROPIC_API_KEY": "sk-ant-runner-key-21a", "OPENAI_API_KEY": "sk-openai-runner-key-21b"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.is_relative_to(HERE):
+            item.add_marker(pytest.mark.agents)
+
+
+def installed(preset: str) -> Cli:
+    """The pinned CLI for ``preset``; skips the test when it is not installed."""
+    cli = CLIS[preset]
+    if not cli.installed:
+        pytest.skip(cli.skip_reason())
+    return cli
+
+
+@dataclass
+class AgentRatchet(Ratchet):
+    """The harness's Ratchet with a preset instead of the scripted agent command."""
+
+    cli: Cli | None = None
+    model: ModelServer | None = None
+
+    def environ(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        assert self.cli is not None and self.model is not None
+        env = super().environ(extra)
+        env.pop("RATCHET_AGENT_COMMAND", None)
+        base = self.model.url + ("/v1" if self.cli.preset == "codex" else "")
+        return {
+            **env, **KEYS,
+            "RATCHET_AGENT": self.cli.preset,
+            "PATH": f"{self.cli.bin}{os.pathsep}{env['PATH']}",
+            # The CLI's installation is a toolchain the sandbox shows read-only.
+            "RATCHET_SANDBOX_RO": str(self.cli.folder),
+            "ANTHROPIC_BASE_URL" if self.cli.preset == "claude" else "OPENAI_BASE_URL": base,
+            **self.env, **(extra or {}),
+        }
+
+
+MakeRatchet = Callable[..., AgentRatchet]
+
+
+@pytest.fixture
+def model() -> Iterator[ModelServer]:
+    with ModelServer(Script()) as server:
+        yield server
+
+
+@pytest.fixture
+def agent_ratchet(tmp_path: Path, model: ModelServer) -> MakeRatchet:
+    """A Ratchet home and a target repository whose agent is ``preset``'s real CLI, pointed
+    at ``model``."""
+
+    def make(preset: str, *, config: str | None = None,
+             env: dict[str, str] | None = None) -> AgentRatchet:
+        cli = installed(preset)
+        repo = make_target_repo(tmp_path / "repo", **({"config": config} if config else {}))
+        return AgentRatchet(home=tmp_path / "home", repo=repo, env=dict(env or {}), cli=cli,
+                            model=model, lease_seconds=30.0)
+
+    return make
+
+
