@@ -1,7 +1,9 @@
 """Prompt rendering for agent steps: pure, deterministic Markdown from a ``PromptContext``.
 
 Text that comes from outside the runner (issue body, artifacts, feedback, logs) is put in code
-fences longer than any backtick run it contains, so it cannot break the prompt's structure.
+fences longer than any backtick run it contains, so it cannot break the prompt's structure. The
+issue's title and body are shown as people saw them on the forge (``runner/neutralise.py``), as
+are earlier phases' artifacts (``runner/steps/agent.py``).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+
+from runner.neutralise import neutralise, strip_controls
 
 # The run-directory path each phase must write; "{n}" is the repair number.
 PHASE_OUTPUTS: Mapping[str, str] = MappingProxyType(
@@ -149,12 +153,14 @@ def render_prompt(ctx: PromptContext) -> str:
     Raises ``ValueError`` for an unknown phase.
     """
     _check_phase(ctx.phase)
-    title = " ".join(ctx.title.split()) or "(untitled)"
+    title = " ".join(strip_controls(ctx.title).split()) or "(untitled)"
+    # The issue as people saw it: an HTML comment a stranger hid in it reaches no agent unseen.
+    body = neutralise(ctx.body) if ctx.body else "(no description)"
     sections = [
         f"# Ratchet {ctx.phase} step {ctx.step} (run {ctx.run_id})",
         "You are a coding agent working for Ratchet, a runner that owns this run's lifecycle. "
         "Do this step only, then exit.",
-        f"## Task: {title}\n\n{_fence(ctx.body or '(no description)', 'markdown')}",
+        f"## Task: {title}\n\n{_fence(body, 'markdown')}",
         _render_rules(ctx),
     ]
     if ctx.focus is not None:
