@@ -60,6 +60,7 @@ from runner.effects import Outbox, effect_key
 from runner.ledger import open_store
 from runner.ledger.records import EffectIntent, NewRun
 from runner.names import EffectKind
+from runner.neutralise import strip_controls
 from runner.sandbox import SandboxUnavailable
 from runner.workflow import PULL_REQUEST_WORKFLOW
 from runner.worktrees import Worktrees
@@ -245,7 +246,7 @@ def _send(env: ActionEnv, client: GitHubClient, effect: EffectIntent) -> dict[st
 
 
 def _workflow_commands(report: EvidenceReport) -> list[str]:
-    commands = render_workflow_commands(report)
+    commands = [strip_controls(command) for command in render_workflow_commands(report)]
     if report.conclusion == "neutral":
         commands.append(f"::warning title=Ratchet::{report.reason}: add a check that covers the"
                         " changed files, or list them in verify.ignore")
@@ -265,7 +266,8 @@ def _first_per_level(commands: list[str]) -> list[str]:
 
 
 def _summary(report: EvidenceReport, note: CheckRunNote, *, hidden: int) -> str:
-    lines = [render_markdown(report).rstrip(), ""]
+    # What checks printed, without the controls and bidi characters that would change its reading.
+    lines = [strip_controls(render_markdown(report)).rstrip(), ""]
     if note.url:
         lines.append(f"Check run: [{VERIFY_CHECK}]({note.url}).")
     elif note.why_not:
