@@ -24,7 +24,13 @@ from runner.names import EventType, SignalKind, SignalStatus, verb_of
 from runner.neutralise import escape_controls
 from runner.render import render_reply, say_next_action
 from runner.rundir import export_run
-from runner.signal_payloads import Approve, RaiseBudget, RequestChanges, SignalPayload
+from runner.signal_payloads import (
+    Approve,
+    ApproveDiff,
+    RaiseBudget,
+    RequestChanges,
+    SignalPayload,
+)
 from runner.status import read_status
 from runner.views import RunStatus
 from runner.workflow import is_end, is_stopped
@@ -94,6 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
     approve.add_argument("--hash", dest="hash_prefix", required=True, metavar="SHA256",
                          help="the spec's sha256 or its first 6+ characters (`ratchet status`"
                          " shows it): an approval names what it approves")
+
+    approve_diff = _signal_parser(sub, SignalKind.APPROVE_DIFF, what="approval",
+                                  help="approve the verified diff a protected-path change (or"
+                                  " publish.review_before_push) waits on, and publish it")
+    approve_diff.add_argument("diff_hash", metavar="HASH",
+                              help="the diff's sha256 or its first 12+ characters (`ratchet"
+                              " status` shows it): an approval holds for that exact diff")
 
     feedback = _signal_parser(sub, SignalKind.REQUEST_CHANGES, what="request",
                               help="send the spec back with feedback")
@@ -237,11 +250,14 @@ def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_signal(args: argparse.Namespace, settings: Settings) -> int:
-    """approve-spec, request-changes, retry, verify-again, budget: ``args.kind``'s signal."""
+    """approve-spec, approve-diff, request-changes, retry, verify-again, budget: ``args.kind``'s
+    signal."""
     kind: SignalKind = args.kind
     payload: SignalPayload = SignalPayload()
     if kind is SignalKind.APPROVE:
         payload = Approve(hash=args.hash_prefix)
+    elif kind is SignalKind.APPROVE_DIFF:
+        payload = ApproveDiff(hash=args.diff_hash)
     elif kind is SignalKind.REQUEST_CHANGES:
         payload = RequestChanges(message=args.message)
     elif kind is SignalKind.BUDGET:

@@ -17,6 +17,9 @@ class CommandLineWords:
     def approve(self, run_id: str, spec_prefix: str) -> str:
         return f"ratchet approve-spec {run_id} --hash {spec_prefix}"
 
+    def approve_diff(self, run_id: str, diff_sha256: str) -> str:
+        return f"ratchet approve-diff {run_id} {diff_sha256}"
+
     def request_changes(self, run_id: str) -> str:
         return f"ratchet request-changes {run_id} --message TEXT"
 

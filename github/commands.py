@@ -22,6 +22,7 @@ from runner.budget import BadRaise, parse_raise
 from runner.names import VERBS, SignalKind
 from runner.signal_payloads import (
     Approve,
+    ApproveDiff,
     CommentRef,
     RaiseBudget,
     RequestChanges,
@@ -36,7 +37,8 @@ MAX_FEEDBACK_CHARS = 65_536
 HASH_CHARS = 64
 ECHO_CHARS = 80
 USAGE = (
-    "`/ratchet approve <spec hash>`, `/ratchet request-changes <feedback>`, `/ratchet retry`,"
+    "`/ratchet approve <spec hash>`, `/ratchet approve-diff <diff hash>`,"
+    " `/ratchet request-changes <feedback>`, `/ratchet retry`,"
     " `/ratchet verify-again`, `/ratchet cancel`, `/ratchet status`, `/ratchet budget +<amount>`"
 )
 
@@ -50,6 +52,8 @@ class Command:
         """The signal's payload, carried by ``comment``."""
         if self.kind is SignalKind.APPROVE:
             return Approve(hash=self.argument, comment=comment)
+        if self.kind is SignalKind.APPROVE_DIFF:
+            return ApproveDiff(hash=self.argument, comment=comment)
         if self.kind is SignalKind.REQUEST_CHANGES:
             return RequestChanges(message=self.argument, comment=comment)
         if self.kind is SignalKind.BUDGET:
@@ -82,9 +86,11 @@ def parse_command(body: str | None) -> Command | None:
             if not feedback:
                 raise CommandError("`/ratchet request-changes` needs feedback after it")
             return Command(kind, checked_feedback(feedback))
-        if kind is SignalKind.APPROVE:
+        if kind in {SignalKind.APPROVE, SignalKind.APPROVE_DIFF}:
             if not rest:
-                raise CommandError("`/ratchet approve` needs the spec's hash after it")
+                raise CommandError(f"`/ratchet {verb}` needs the"
+                                   f" {'spec' if kind is SignalKind.APPROVE else 'diff'}'s hash"
+                                   " after it")
             return Command(kind, rest.split()[0][:HASH_CHARS])
         if kind is SignalKind.BUDGET:
             try:

@@ -5,8 +5,9 @@ its recipe in the run's git dir, pushed with ``--force-with-lease`` against the 
 last decided, each git failure classified there, the same way for a local run. This module
 adds GitHub's side: git authenticates with the installation token through a credential helper
 that reads it from the git call's environment (``github.gitauth``), and the token is masked in
-whatever a failure says. A lookup reads the branch through REST (``GET git/ref/heads/<branch>``):
-the effect landed when the branch is at the commit.
+whatever a failure says. A lookup reads the branch through REST (``GET git/ref/heads/<branch>``,
+or ``git/ref/ratchet/review/<run>`` for a review ref): the effect landed when it is at the
+commit.
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ from urllib.parse import quote
 from runner.effects import EffectRequest
 from runner.push import replay_push
 from runner.redact import Redactor
-from runner.worktrees import RemoteAccess, Worktrees
+from runner.worktrees import RemoteAccess, Worktrees, full_ref
 
 from .errors import NotFound
 from .gitauth import git_credentials
 from .repository import RepoAPI
 
-# GitHub's single-ref endpoint; the branch is appended percent-encoded (its "/" kept).
-BRANCH_REF = "/repos/{owner}/{repo}/git/ref/heads/"
+# GitHub's single-ref endpoint; the ref without "refs/" is appended percent-encoded ("/" kept).
+REF = "/repos/{owner}/{repo}/git/ref/"
 
 
 class BranchPushes:
@@ -50,7 +51,8 @@ class BranchPushes:
     def find(self, request: EffectRequest) -> dict[str, Any] | None:
         payload = request.payload
         try:
-            ref = self.api.get(BRANCH_REF + quote(payload["branch"], safe="/"))
+            ref = self.api.get(REF + quote(full_ref(payload["branch"]).removeprefix("refs/"),
+                                           safe="/"))
         except NotFound:
             return None  # the branch does not exist
         head = (ref.get("object") or {}).get("sha")

@@ -24,7 +24,7 @@ from runner.checkruns import VERIFY_CHECK, CheckRunId
 from runner.ledger.records import SignalFor
 from runner.names import GITHUB_ORIGIN, VERBS, SignalKind
 from runner.origin import is_run_branch
-from runner.signal_payloads import Approve, Cancel, CommentRef, RequestChanges
+from runner.signal_payloads import Approve, ApproveDiff, Cancel, CommentRef, RequestChanges
 
 # Webhook events that say someone's access to a repository may have changed (a collaborator
 # added, removed or edited; an organization's members or base permission; a team's members or
@@ -202,11 +202,14 @@ def _check_run(event: CheckRunEvent, settings: RouteSettings) -> Intent:
     if event.action == "requested_action" and event.requested_action is not None:
         named = CheckRunId.parse(check.external_id or "")
         identifier = event.requested_action.identifier
-        if VERBS.get(identifier) is not SignalKind.APPROVE or named is None:
+        kind = VERBS.get(identifier)
+        if kind not in {SignalKind.APPROVE, SignalKind.APPROVE_DIFF} or named is None:
             return Ignore(f"unknown action {identifier!r}")
-        return SignalFor(event.repository.clone_url, 0, SignalKind.APPROVE,
-                         event.sender.login, GITHUB_ORIGIN,
-                         Approve(hash=named.spec, check_run=check.id), run_id=named.run_id)
+        # The button approves exactly the spec, or the verified diff, its check run names.
+        payload = (Approve(hash=named.spec, check_run=check.id) if kind is SignalKind.APPROVE
+                   else ApproveDiff(hash=named.spec, check_run=check.id))
+        return SignalFor(event.repository.clone_url, 0, kind, event.sender.login,
+                         GITHUB_ORIGIN, payload, run_id=named.run_id)
     if event.action == "rerequested":
         return _rerequested(event)
     return Ignore(f"check_run.{event.action} is not used")

@@ -21,6 +21,9 @@ class GitHubWords:
     def approve(self, run_id: str, spec_prefix: str) -> str:
         return f"{COMMAND} approve {spec_prefix}"
 
+    def approve_diff(self, run_id: str, diff_sha256: str) -> str:
+        return f"{COMMAND} approve-diff {diff_sha256}"
+
     def request_changes(self, run_id: str) -> str:
         return f"{COMMAND} request-changes <feedback>"
 

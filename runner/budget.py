@@ -55,8 +55,8 @@ SUGGESTED_RAISE = {Limit.COST: "+1", Limit.AGENT_RUNS: "+4runs",
                    Limit.AGENT_MINUTES: "+30m", Limit.RUN_HOURS: "+1h"}
 # Events after which a run waits for people (not counted in max_run_hours), and the events
 # that start it working again.
-_WAIT_STARTS = frozenset({EventType.AWAITING_APPROVAL, EventType.NEEDS_HUMAN,
-                          EventType.RUN_FAILED})
+_WAIT_STARTS = frozenset({EventType.AWAITING_APPROVAL, EventType.AWAITING_DIFF_APPROVAL,
+                          EventType.NEEDS_HUMAN, EventType.RUN_FAILED})
 _WORK_STARTS = frozenset({
     EventType.RESEARCH_STARTED, EventType.SPEC_STARTED, EventType.IMPLEMENTATION_STARTED,
     EventType.VERIFICATION_STARTED, EventType.REPAIR_STARTED, EventType.PUBLISH_STARTED,

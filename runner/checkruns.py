@@ -3,8 +3,10 @@ verification's payload, and the output every executor renders from a payload.
 
 A check run is upserted by ``external_id`` on a head commit: ``<run>:<name>:<head>``, and the
 spec's ``<run>:<name>:<head>:<spec hash prefix>`` (its "Approve spec" button approves exactly
-that spec). ``CheckRunId`` writes one (``str``) and reads one back (``parse``): the executors
-match check runs on it, the webhook router learns from it which run and spec a button names.
+that spec; a verification waiting for its diff's approval carries the diff hash's prefix
+there, for its "Approve diff" button). ``CheckRunId`` writes one (``str``) and reads one back
+(``parse``): the executors match check runs on it, the webhook router learns from it which run
+and spec (or diff) a button names.
 
 Payloads hold data, never forge wording: the verification's carries its evidence
 (``verification/evidence.py``'s report). Executors render it where the forge lives
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.neutralise import strip_controls
-from runner.render import CheckRunText, Vocabulary, render_spec_check
+from runner.render import CheckRunText, Vocabulary, render_diff_request, render_spec_check
 from verification.evidence import (
     EvidenceReport,
     fit,
@@ -74,6 +76,21 @@ def verify_check(run_id: str, check_run: CheckRunId, evidence: EvidenceReport) -
     }
 
 
+def diff_request(payload: Mapping[str, Any], diff: Mapping[str, Any], *,
+                 awaiting: bool) -> dict[str, Any]:
+    """A verification's payload that also shows the diff a writer must approve (its full hash,
+    the protected paths it touches); ``awaiting``: it passed and waits for that approval, so it
+    concludes ``action_required`` with an "Approve diff" button naming the hash's prefix (in
+    its ``external_id``)."""
+    shown = {"sha256": diff["sha256"], "paths": list(diff.get("paths") or ()),
+             "ref": diff.get("ref")}
+    if not awaiting:
+        return {**payload, "diff": shown}
+    return {**payload, "diff": shown, "conclusion": "action_required",
+            "actions": [{"identifier": "approve-diff", "label": "Approve diff",
+                         "description": f"Approve diff {diff['sha256'][:12]}"}]}
+
+
 def render_check_run(payload: Mapping[str, Any], words: Vocabulary, *,
                      limit: int) -> CheckRunText:
     """A check run's output from its effect's payload, the summary and the verification's text
@@ -91,8 +108,13 @@ def render_check_run(payload: Mapping[str, Any], words: Vocabulary, *,
         return render_spec_check(payload, words)
     if "evidence" in payload:
         report = EvidenceReport.from_dict(payload["evidence"])
-        shown = CheckRunText(render_title(report), fit(render_summary(report), limit),
-                             render_failures(report, limit=limit),
+        title, summary = render_title(report), render_summary(report)
+        if payload.get("diff"):
+            asked, request = render_diff_request(payload, words)
+            if payload.get("conclusion") == "action_required":
+                title = asked
+            summary = f"{request}\n\n{summary}"
+        shown = CheckRunText(title, fit(summary, limit), render_failures(report, limit=limit),
                              check_run_annotations(payload))
     else:
         output = payload.get("output") or {}

@@ -82,6 +82,29 @@ class ApprovalConfig(ConfigModel):
     timeout_hours: float | None = Field(default=None, gt=0)
 
 
+class PublishConfig(ConfigModel):
+    """The `publish` section: what a person approves before the implementation is published.
+
+    `protected_paths`: globs (the `verify.ignore` dialect) added to the paths every repository
+    protects (``runner/protected.py``): a change touching one waits after verification until a
+    writer approves its diff by hash. `review_before_push`: every implementation waits so,
+    kept on a ref no workflow triggers on until the diff is approved, then pushed to the run's
+    branch (so the repository's CI never runs unreviewed agent code with its secrets).
+    """
+
+    protected_paths: list[str] = Field(default=[], max_length=200)
+    review_before_push: bool = False
+
+    @field_validator("protected_paths")
+    @classmethod
+    def _globs(cls, globs: list[str]) -> list[str]:
+        for glob in globs:
+            if not glob.strip() or len(glob) > 512:
+                raise ValueError(f"{glob[:80]!r} is not a path glob: use a non-empty pattern of"
+                                 " at most 512 characters, e.g. 'deploy/**'")
+        return globs
+
+
 class BudgetConfig(ConfigModel):
     """The `budget` section: what one run may spend (unset: the service's default, if any).
 
@@ -177,6 +200,7 @@ class RepositoryConfig(ConfigModel):
     budget: BudgetConfig = BudgetConfig()
     agent: AgentConfig = AgentConfig()
     research: ResearchConfig = ResearchConfig()
+    publish: PublishConfig = PublishConfig()
 
 
 def load_repository_config(repo_root: Path) -> RepositoryConfig:

@@ -51,12 +51,14 @@ REPLY_INTERVAL = 60.0
 
 def answer(run: Run, signal: Signal, verdict: Verdict, *, spec_sha256: str | None,
            history: Sequence[Checkpoint], approval_timeout: float | None, now: float,
-           status: RunStatus | None = None, replied_lately: bool = False) -> Change:
+           status: RunStatus | None = None, replied_lately: bool = False,
+           diff_sha256: str | None = None) -> Change:
     """The change answering ``signal`` as ``verdict`` decided: a refusal (without a reply when
     ``replied_lately`` says its author had one within ``REPLY_INTERVAL``), a status reply
     (``status``: the run's, read when ``needs_status`` says so), a budget raise or an accepted
-    transition. A wait the answer enters gets its deadline from ``wait_deadline``
-    (``approval_timeout``: the service's default)."""
+    transition (``diff_sha256``: the diff an accepted approve-diff approved). A wait the answer
+    enters gets its deadline from ``wait_deadline`` (``approval_timeout``: the service's
+    default)."""
     if not verdict.accepted:
         return refusal(run, signal, verdict, reply=not replied_lately)
     if signal.kind is SignalKind.BUDGET:
@@ -68,7 +70,7 @@ def answer(run: Run, signal: Signal, verdict: Verdict, *, spec_sha256: str | Non
     else:
         change, taken = acceptance(
             run, signal, verdict.outcome, spec_sha256=spec_sha256, history=history,
-            effects=acknowledgement(run, signal, "eyes"))
+            effects=acknowledgement(run, signal, "eyes"), diff_sha256=diff_sha256)
     if taken is not None:  # it entered a state: a wait there gets its deadline
         change = replace(change, deadline=wait_deadline(change.state, history,
                                                         default=approval_timeout, now=now))
@@ -194,7 +196,8 @@ def budget_raise(run: Run, signal: Signal, verdict: Verdict, *, spec_sha256: str
 
 def acceptance(run: Run, signal: Signal, outcome: Outcome, *, spec_sha256: str | None,
                history: Sequence[Checkpoint], effects: Sequence[EffectRequest],
-               extra: Sequence[NewEvent] = ()) -> tuple[Change, list[str] | None]:
+               extra: Sequence[NewEvent] = (), diff_sha256: str | None = None
+               ) -> tuple[Change, list[str] | None]:
     """An accepted signal's transition, with the steps completed after it, or None when the
     run stays in its step (a cancel, a raise that resumes nothing). A wait it enters has no
     deadline yet: ``answer`` sets it."""
@@ -216,6 +219,15 @@ def acceptance(run: Run, signal: Signal, outcome: Outcome, *, spec_sha256: str |
         events.append(NewEvent(EventType.SPEC_APPROVED, step=run.step,
                                data={"sha256": spec_sha256, "by": signal.author}))
         artifacts["approved-spec.sha256"] = f"{spec_sha256}\n".encode()
+    elif outcome is Outcome.DIFF_APPROVED:
+        # The approval is checkpointed with the hash it names: publish compares it with the
+        # tree it publishes, so it approves that diff and no later one.
+        assert diff_sha256 is not None
+        checkpoint = Checkpoint(run.id, run.step, run.attempt, {"diff": diff_sha256}, {
+            "outcome": outcome.value, "signal": signal.id, "by": signal.author,
+            "diff_approved": diff_sha256})
+        events.append(NewEvent(EventType.DIFF_APPROVED, step=run.step,
+                               data={"sha256": diff_sha256, "by": signal.author}))
     elif outcome is Outcome.CHANGES_REQUESTED:
         message = (signal.payload.message if isinstance(signal.payload, RequestChanges)
                    else "")

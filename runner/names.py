@@ -55,6 +55,11 @@ class EventType(StrEnum):
     SPEC_APPROVED = "SPEC_APPROVED"
     CHANGES_REQUESTED = "CHANGES_REQUESTED"
     APPROVAL_TIMED_OUT = "APPROVAL_TIMED_OUT"
+    # A verified diff that waits for a person (data: sha256, paths, ref), the wait, and the
+    # approval (data: sha256, by).
+    DIFF_APPROVAL_REQUESTED = "DIFF_APPROVAL_REQUESTED"
+    AWAITING_DIFF_APPROVAL = "AWAITING_DIFF_APPROVAL"
+    DIFF_APPROVED = "DIFF_APPROVED"
     IMPLEMENTATION_STARTED = "IMPLEMENTATION_STARTED"
     IMPLEMENTATION_COMPLETED = "IMPLEMENTATION_COMPLETED"
     VERIFICATION_STARTED = "VERIFICATION_STARTED"
@@ -115,6 +120,7 @@ class SignalKind(StrEnum):
     """What a person (or a forge event) asks of a run through its inbox."""
 
     APPROVE = "approve"  # payload: {"hash": prefix of the spec's sha256}
+    APPROVE_DIFF = "approve_diff"  # payload: {"hash": prefix of the verified diff's sha256}
     REQUEST_CHANGES = "request_changes"  # payload: {"message": text}
     RETRY = "retry"  # a stopped run takes its step up again
     CANCEL = "cancel"
@@ -128,6 +134,7 @@ class SignalKind(StrEnum):
 # ``ratchet <verb> RUN`` (but for the kinds in CLI_VERBS). Payloads: runner/signal_payloads.py.
 VERBS: dict[str, SignalKind] = {
     "approve": SignalKind.APPROVE,
+    "approve-diff": SignalKind.APPROVE_DIFF,
     "request-changes": SignalKind.REQUEST_CHANGES,
     "retry": SignalKind.RETRY,
     "verify-again": SignalKind.VERIFY_AGAIN,

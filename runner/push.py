@@ -108,9 +108,10 @@ def _rebuild(
     try:
         if not worktrees.has_commit(worktree, recipe["parent"]):
             # Decided on another host: the parent was pushed from there.
-            worktrees.fetch_branch(
-                worktree, remote=payload["remote"], branch=payload["branch"], access=access
-            )
+            # A commit waiting on a review ref is pushed to the branch from there.
+            worktrees.fetch_branch(worktree, remote=payload["remote"],
+                                   branch=payload.get("fetch") or payload["branch"],
+                                   access=access)
     except GitCommandFailed as exc:
         raise TransientFailure(
             f"effect {request.key}: could not fetch {payload['branch']} for the parent"

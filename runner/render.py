@@ -39,6 +39,7 @@ class Vocabulary(Protocol):
     type (a slash command on a forge, a CLI command locally)."""
 
     def approve(self, run_id: str, spec_prefix: str) -> str: ...
+    def approve_diff(self, run_id: str, diff_sha256: str) -> str: ...
     def request_changes(self, run_id: str) -> str: ...
     def retry(self, run_id: str) -> str: ...
     def cancel(self, run_id: str) -> str: ...
@@ -93,6 +94,10 @@ def say_next_action(action: Mapping[str, Any], run_id: str, words: Vocabulary) -
         prefix = str(action.get("spec_sha256") or "")[:HASH_PREFIX]
         return (f"review spec.md, then {_code(words.approve(run_id, prefix))} or"
                 f" {_code(words.request_changes(run_id))}")
+    if kind is NextActionKind.REVIEW_DIFF:
+        sha = str(action.get("diff_sha256") or "")
+        return (f"verified, not published: {action.get('reason')}; review it, then"
+                f" {_code(words.approve_diff(run_id, sha))}, or {_code(words.cancel(run_id))}")
     if kind is NextActionKind.HUMAN_DECISION:
         return (f"a human must decide: {_inline(action.get('reason'))}; then"
                 f" {_code(words.retry(run_id))} or {_code(words.cancel(run_id))}")
@@ -190,6 +195,15 @@ def render_reply(payload: Mapping[str, Any], words: Vocabulary) -> str:
         text = (f"this approval (`{params.get('given') or '(none)'}`) was sent before the spec"
                 f" it names was ready for review, so it approves nothing. Review the spec now"
                 f" waiting, then `{words.approve(run_id, current[:HASH_PREFIX])}`.")
+    elif refusal is Refusal.NOT_WAITING_FOR_DIFF_APPROVAL:
+        text = (f"there is no verified diff waiting for approval (the run is"
+                f" {params.get('state')}).")
+    elif refusal is Refusal.STALE_DIFF:
+        current = str(params.get("current", ""))
+        text = (f"`{params.get('given') or '(none)'}` is not the hash of the diff waiting for"
+                f" approval (or is shorter than {params.get('min', HASH_PREFIX)} characters);"
+                f" an approval holds for one exact diff. The diff now is `{current}`: review"
+                f" it, then `{words.approve_diff(run_id, current)}`.")
     elif refusal is Refusal.NO_SPEC:
         text = "the run has no spec to approve yet."
     elif refusal is Refusal.EMPTY_MESSAGE:
@@ -235,6 +249,33 @@ def render_spec_check(payload: Mapping[str, Any], words: Vocabulary) -> CheckRun
                  f" `{words.approve(run_id, sha[:HASH_PREFIX])}`, or send it back with"
                  f" `{words.request_changes(run_id)}`.\n"),
     )
+
+
+def render_diff_request(payload: Mapping[str, Any], words: Vocabulary) -> tuple[str, str]:
+    """A verification's title and request when a writer must approve its diff: the protected
+    paths it touches, where it waits, the full hash and the command that approves it."""
+    run_id, diff = payload["run"], payload["diff"]
+    sha, paths = str(diff["sha256"]), [str(p) for p in diff.get("paths") or ()]
+    shown = ", ".join(f"`{_printable(p)}`" for p in paths[:20])
+    more = f" and {len(paths) - 20} more" if len(paths) > 20 else ""
+    lines = []
+    if paths:
+        lines.append(f"This change touches protected paths: {shown}{more}. It is not published"
+                     " as ready until someone with write access approves this exact diff.")
+    if diff.get("ref"):
+        lines.append(f"It waits on `{diff['ref']}` (no workflow runs there) and is pushed to the"
+                     " run's branch only once its diff is approved.")
+    lines.append(f"Diff sha256 (base tree to this tree): `{sha}`")
+    lines.append(f"Approve it with `{words.approve_diff(run_id, sha)}` (at least the first"
+                 f" {HASH_PREFIX} characters), or with the check run's button.")
+    title = ("Protected paths: approve the diff" if paths
+             else "Verified: approve the diff before it is pushed")
+    return title, "\n\n".join(lines)
+
+
+def _printable(path: str) -> str:
+    """A path as one line of text: control characters escaped, backticks dropped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in path).replace("`", "'")
 
 
 def say_usage(usage: Mapping[str, Any]) -> str:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from runner.config import RepositoryConfig
 from runner.ledger.records import Checkpoint
+from runner.names import StepId
 
 R = TypeVar("R", bound="StepRecord")
 
@@ -65,6 +66,38 @@ class VerifyRecord(TreeRecord):
     sandbox: str = "bwrap"
 
 
+class DiffRecord(BaseModel):
+    """A verified change that waits for a person to approve its diff (``runner/protected.py``):
+    its hash, the protected paths it touches, and the ref its commit waits on when it is held
+    for review before the push (None: it was pushed to the run's branch)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    sha256: str
+    base_tree: str
+    tree: str
+    paths: list[str] = []
+    ref: str | None = None
+    recipe: dict[str, Any] | None = None  # the commit's (runner/push.py), to push it from ref
+
+
+def diff_to_approve(history: Sequence[Checkpoint]) -> DiffRecord | None:
+    """The diff the latest verification asks a person to approve (None: none asked)."""
+    for checkpoint in reversed(history):
+        if StepId.parse(checkpoint.step).state == "verify":
+            diff = checkpoint.result.get("diff")
+            return DiffRecord.model_validate(diff) if diff else None
+    return None
+
+
+def approved_diff(history: Sequence[Checkpoint]) -> str | None:
+    """The hash of the diff a person approved last (None: none was)."""
+    for checkpoint in reversed(history):
+        if checkpoint.result.get("diff_approved"):
+            return str(checkpoint.result["diff_approved"])
+    return None
+
+
 def prepared_result(history: Sequence[Checkpoint]) -> dict[str, Any] | None:
     """The queued step's record: the config and the budget read at the base."""
     for checkpoint in history:
@@ -90,9 +123,29 @@ def last_tree(history: list[Checkpoint]) -> TreeRecord | None:
 
 
 def branch_head(history: list[Checkpoint]) -> str | None:
-    """The run's branch head as last decided (the commit of the latest step that made one)."""
+    """The run's head as last decided (the commit of the latest step that made one), on its
+    branch or on the review ref (``pushed_head`` says which)."""
     for checkpoint in reversed(history):
         commit = checkpoint.result.get("commit")
         if commit:
+            return str(commit)
+    return None
+
+
+def pushed_ref(history: list[Checkpoint]) -> str | None:
+    """The ref the latest commit was pushed to when it was not the run's branch (a review ref,
+    ``runner/protected.py``); None: the branch."""
+    for checkpoint in reversed(history):
+        if checkpoint.result.get("commit"):
+            return checkpoint.result.get("ref")
+    return None
+
+
+def pushed_head(history: list[Checkpoint], ref: str | None) -> str | None:
+    """The latest commit pushed to ``ref`` (None: the run's branch), what its next push leases
+    against."""
+    for checkpoint in reversed(history):
+        commit = checkpoint.result.get("commit")
+        if commit and checkpoint.result.get("ref") == ref:
             return str(commit)
     return None

@@ -45,7 +45,7 @@ from runner.ledger.records import Change, Checkpoint, EffectStatus, Lease, NewEv
 from runner.ledger.store import Store
 from runner.names import EffectKind, EventType, SignalKind, SignalStatus
 from runner.recovery import Leftovers, Recovery
-from runner.results import last_tree, prepared_result, repository_config
+from runner.results import diff_to_approve, last_tree, prepared_result, repository_config
 from runner.scratch import remove_scratch, scrub_scratch
 from runner.settings import EngineSettings
 from runner.signals import (
@@ -272,10 +272,12 @@ class Session:
         before_spec = (signal.kind is SignalKind.APPROVE
                        and run.state is State.AWAITING_APPROVAL
                        and recorded_before_spec(self.store.events(run.id), signal.id))
+        diff = diff_to_approve(history)
+        diff_sha = diff.sha256 if diff is not None else None
         verdict = decide_signal(
             run, signal, authorization=authorization, spec_sha256=spec_sha,
             has_tree=has_tree(c.step for c in history),
-            budget_stop=stop, before_spec=before_spec,
+            budget_stop=stop, before_spec=before_spec, diff_sha256=diff_sha,
         )
         log.info("run %r: signal %r from %r %s", run.id, signal.id, signal.author,
                  verdict.reason)
@@ -286,7 +288,8 @@ class Session:
             self.store.events(run.id), signal, now=now)
         return self._commit(run, inbox.answer(
             run, signal, verdict, spec_sha256=spec_sha, history=history, status=status,
-            approval_timeout=self.settings.approval_timeout, now=now, replied_lately=quiet),
+            approval_timeout=self.settings.approval_timeout, now=now, replied_lately=quiet,
+            diff_sha256=diff_sha),
             completed=[c.step for c in history])
 
     def _refuse_all(self, run: Run, error: CorruptRecord) -> None:

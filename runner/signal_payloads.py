@@ -1,5 +1,6 @@
-"""What a signal carries, typed per kind: approve a hash, request changes a message, a budget
-raise an amount, a cancel its reason; retry, verify again and status carry no argument.
+"""What a signal carries, typed per kind: approving a spec or a diff its hash, request changes
+a message, a budget raise an amount, a cancel its reason; retry, verify again and status carry
+no argument.
 
 Every payload may also name where on a forge the signal came from, so that its answer goes
 there: the ``/ratchet`` comment (replies and reactions), the review that requested changes, the
@@ -48,6 +49,10 @@ class Approve(SignalPayload):
     hash: str  # the spec's sha256 or a prefix of it (at least runner.signals.MIN_HASH_PREFIX)
 
 
+class ApproveDiff(SignalPayload):
+    hash: str  # the diff's sha256 or a prefix of it (at least runner.protected.MIN_DIFF_PREFIX)
+
+
 class RequestChanges(SignalPayload):
     message: str  # the feedback for the next spec
 
@@ -63,6 +68,7 @@ class Cancel(SignalPayload):
 # The payload type of every kind.
 PAYLOADS: dict[SignalKind, type[SignalPayload]] = {
     SignalKind.APPROVE: Approve,
+    SignalKind.APPROVE_DIFF: ApproveDiff,
     SignalKind.REQUEST_CHANGES: RequestChanges,
     SignalKind.BUDGET: RaiseBudget,
     SignalKind.CANCEL: Cancel,

@@ -1,6 +1,7 @@
 """The run's inbox: who may signal (the ``Authorizer`` port) and what a signal does (pure).
 
-Signals are approve (with the spec's hash), request changes (with text), retry, cancel,
+Signals are approve (with the spec's hash), approve-diff (with the verified diff's hash),
+request changes (with text), retry, cancel,
 verify again and a budget raise (with an amount), each with its author and source. A
 worker holding the run answers pending signals one at a time: it asks the authorizer (the
 local one allows the local user; GitHub's asks the permission API), then ``decide_signal``
@@ -21,7 +22,8 @@ from typing import Any, Protocol
 from runner.budget import BadRaise, Limit, parse_raise
 from runner.ledger.records import Event, Run, Signal
 from runner.names import LOCAL_ORIGIN, EventType, SignalKind, StepId
-from runner.signal_payloads import Approve, RaiseBudget, RequestChanges
+from runner.protected import MIN_DIFF_PREFIX, matches_diff
+from runner.signal_payloads import Approve, ApproveDiff, RaiseBudget, RequestChanges
 from runner.workflow import Outcome, State, is_end, is_stopped
 
 # Every text that names the spec's hash gives its first 12 characters; a shorter prefix is too
@@ -43,6 +45,8 @@ class Refusal(StrEnum):
     NOTHING_TO_VERIFY = "nothing_to_verify"  # params: state
     ENDED = "ended"  # params: state
     BAD_BUDGET = "bad_budget"  # params: amount, detail
+    NOT_WAITING_FOR_DIFF_APPROVAL = "not_waiting_for_diff_approval"  # params: state
+    STALE_DIFF = "stale_diff"  # params: given, current, min (a wrong, stale or short hash)
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,7 @@ def _refuse(refusal: Refusal, **params: Any) -> Verdict:
 def decide_signal(
     run: Run, signal: Signal, *, authorization: Authorization, spec_sha256: str | None,
     has_tree: bool, budget_stop: Mapping[str, Any] | None = None,
-    before_spec: bool = False,
+    before_spec: bool = False, diff_sha256: str | None = None,
 ) -> Verdict:
     """What ``signal`` does to ``run`` as it stands; pure.
 
@@ -103,9 +107,11 @@ def decide_signal(
     whether an implementation has been checkpointed (verification can be rerun on it);
     ``budget_stop`` is the exhaustion that stopped the run, when its budget did
     (``runner.budget.budget_stop``); ``before_spec`` says the signal was recorded before
-    the spec now waiting was committed (``recorded_before_spec``). A budget raise is accepted
-    in any state but an end, with ``params`` naming the limit and amount; it resumes a run its
-    budget stopped (``RETRIED``) and otherwise changes no state (outcome None).
+    the spec now waiting was committed (``recorded_before_spec``); ``diff_sha256`` is the hash
+    of the diff waiting for approval (an approval of any other diff, an earlier one included,
+    is refused). A budget raise is accepted in any state but an end, with ``params`` naming
+    the limit and amount; it resumes a run its budget stopped (``RETRIED``) and otherwise
+    changes no state (outcome None).
     """
     if not authorization.allowed:
         return _refuse(Refusal.NOT_PERMITTED, author=signal.author, detail=authorization.detail)
@@ -135,6 +141,15 @@ def decide_signal(
         if not spec_sha256.startswith(given):
             return _refuse(Refusal.STALE_HASH, given=given, current=spec_sha256)
         return Verdict(True, Outcome.APPROVED)
+    if kind is SignalKind.APPROVE_DIFF:
+        if run.state is not State.AWAITING_DIFF_APPROVAL or diff_sha256 is None:
+            return _refuse(Refusal.NOT_WAITING_FOR_DIFF_APPROVAL, state=run.state.value)
+        given = signal.payload.hash.strip().lower() if isinstance(signal.payload,
+                                                                  ApproveDiff) else ""
+        if not matches_diff(given, diff_sha256):
+            return _refuse(Refusal.STALE_DIFF, given=given, current=diff_sha256,
+                           min=MIN_DIFF_PREFIX)
+        return Verdict(True, Outcome.DIFF_APPROVED)
     if kind is SignalKind.RETRY:
         if not is_stopped(run.state):
             return _refuse(Refusal.NOTHING_TO_RETRY, state=run.state.value)

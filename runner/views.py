@@ -7,6 +7,7 @@ a vocabulary, ``app/`` for the CLI); nothing here names a command, a flag or a v
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -32,6 +33,7 @@ class NextActionKind(StrEnum):
     WAIT_FOR_RETRY = "wait_for_retry"  # params: step, at
     RESUME = "resume"  # params: step, unsent (effects to send first)
     REVIEW_SPEC = "review_spec"  # params: spec_sha256
+    REVIEW_DIFF = "review_diff"  # params: reason, diff_sha256
     HUMAN_DECISION = "human_decision"  # params: reason, step
     RAISE_BUDGET = "raise_budget"  # params: reason, step, limit, raise (a suggested amount)
     FIX_AND_RETRY = "fix_and_retry"  # params: reason, step
@@ -67,6 +69,9 @@ def next_action(run: Run, effects: list[Effect], *, spec_sha256: str | None,
         return NextAction(NextActionKind.NONE_CANCELLED)
     if run.state is State.AWAITING_APPROVAL:
         return NextAction(NextActionKind.REVIEW_SPEC, {"spec_sha256": spec_sha256})
+    if run.state is State.AWAITING_DIFF_APPROVAL:
+        return NextAction(NextActionKind.REVIEW_DIFF, {
+            "reason": run.reason, "diff_sha256": diff_in_reason(run.reason)})
     if run.state is State.NEEDS_HUMAN and budget_stop is not None:
         return NextAction(NextActionKind.RAISE_BUDGET, {
             "reason": run.reason, "step": run.step, "limit": budget_stop.get("limit"),
@@ -79,6 +84,16 @@ def next_action(run: Run, effects: list[Effect], *, spec_sha256: str | None,
     if run.ready_at is not None and run.ready_at > now:
         return NextAction(NextActionKind.WAIT_FOR_RETRY, {"step": run.step, "at": run.ready_at})
     return NextAction(NextActionKind.RESUME, {"step": run.step, "unsent": unsent})
+
+
+def diff_in_reason(reason: str | None) -> str | None:
+    """The diff hash the reason of a run awaiting diff approval names (verify writes it as
+    ``diff sha256 <hex>``): the run's one record of it outside its checkpoints."""
+    found = _DIFF_SHA.search(reason or "")
+    return found.group(1) if found else None
+
+
+_DIFF_SHA = re.compile(r"diff sha256 ([0-9a-f]{64})")
 
 
 @dataclass(frozen=True)
@@ -176,11 +191,15 @@ def tracking_view(run: Run, completed: list[str], *, spec_sha256: str | None,
     done = {StepId.parse(step).state for step in completed}
     current = run.step_id.state
     phases = []
-    for phase in PHASES:
+    shown = PHASES
+    if State.AWAITING_DIFF_APPROVAL.value in done | {current}:  # only where a run waited so
+        shown = (*PHASES[:-1], State.AWAITING_DIFF_APPROVAL, PHASES[-1])
+    for phase in shown:
         if run.state is State.DONE or (phase.value in done and phase.value != current):
             status = PhaseStatus.DONE
         elif phase.value == current or phase is run.state:
             status = {State.AWAITING_APPROVAL: PhaseStatus.WAITING,
+                      State.AWAITING_DIFF_APPROVAL: PhaseStatus.WAITING,
                       State.NEEDS_HUMAN: PhaseStatus.STOPPED,
                       State.FAILED: PhaseStatus.STOPPED,
                       State.CANCELLED: PhaseStatus.STOPPED}.get(run.state, PhaseStatus.RUNNING)

@@ -4,8 +4,10 @@ Nothing else decides a transition. The engine reports what happened (an ``Outcom
 ``transition`` answers with the next state from ``TRANSITIONS``, or raises ``IllegalTransition``.
 
 Three kinds of state: runnable ones have a step for a worker; waits hold no lease and move
-only on a signal (``awaiting_approval``, and the two stops ``failed`` and ``needs_human``,
-which a person may retry); ends (``done``, ``cancelled``) never change again.
+only on a signal (``awaiting_approval`` of the spec, ``awaiting_diff_approval`` of a verified
+change that touches protected paths or waits for review before its push, and the two stops
+``failed`` and ``needs_human``, which a person may retry); ends (``done``, ``cancelled``) never
+change again.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class State(StrEnum):
     RESEARCH = "research"
     SPECIFY = "specify"
     AWAITING_APPROVAL = "awaiting_approval"
+    AWAITING_DIFF_APPROVAL = "awaiting_diff_approval"
     IMPLEMENT = "implement"
     VERIFY = "verify"
     REPAIR = "repair"
@@ -41,6 +44,8 @@ class Outcome(StrEnum):
     REPAIRS_EXHAUSTED = "repairs_exhausted"  # checks failed and no repair attempt remains
     APPROVED = "approved"  # signal: spec approved against its hash
     CHANGES_REQUESTED = "changes_requested"  # signal: reviewer feedback
+    DIFF_APPROVAL_NEEDED = "diff_approval_needed"  # verified, but a person approves the diff
+    DIFF_APPROVED = "diff_approved"  # signal: the verified diff approved against its hash
     TIMED_OUT = "timed_out"  # a wait's deadline passed
     FAILED = "failed"  # deterministic failure, or transient retries exhausted
     NEEDS_HUMAN = "needs_human"  # authority failure, policy violation, corrupt history
@@ -67,7 +72,8 @@ class Capability:
 _REVIEW = frozenset({EffectKind.PUSH, EffectKind.PULL_REQUEST, EffectKind.CHECK_RUN})
 # The capability profile of every state that runs a step. The runner (never the agent) decides
 # the effects: specify opens the spec's review (branch, draft pull request, spec check run),
-# verify pushes the candidate and its evidence, publish marks the pull request ready.
+# verify pushes the candidate and its evidence, publish marks the pull request ready (and, when
+# the candidate waited on the review ref, pushes it to the branch).
 PROFILES: dict[State, Capability] = {
     State.QUEUED: Capability(agent=False, modify_worktree=False),
     State.RESEARCH: Capability(agent=True, modify_worktree=False),
@@ -79,14 +85,16 @@ PROFILES: dict[State, Capability] = {
         effects=frozenset({EffectKind.PUSH, EffectKind.CHECK_RUN}),
     ),
     State.PUBLISH: Capability(
-        agent=False, modify_worktree=False, effects=frozenset({EffectKind.PULL_REQUEST}),
+        agent=False, modify_worktree=False,
+        effects=frozenset({EffectKind.PUSH, EffectKind.PULL_REQUEST}),
     ),
 }
 # Effects any transition may decide: the tracking comment, and answers to signals.
 BOOKKEEPING_EFFECTS = frozenset({EffectKind.COMMENT, EffectKind.REPLY, EffectKind.REACTION})
 
 STOPS: frozenset[State] = frozenset({State.FAILED, State.NEEDS_HUMAN})
-WAITS: frozenset[State] = frozenset({State.AWAITING_APPROVAL}) | STOPS
+APPROVALS: frozenset[State] = frozenset({State.AWAITING_APPROVAL, State.AWAITING_DIFF_APPROVAL})
+WAITS: frozenset[State] = APPROVALS | STOPS
 ENDS: frozenset[State] = frozenset({State.DONE, State.CANCELLED})
 RUNNABLE: frozenset[State] = frozenset(PROFILES)
 # The outcomes any runnable or awaiting state may take, on top of its own row.
@@ -105,6 +113,9 @@ _FORWARD: dict[tuple[State, Outcome], State] = {
     (State.AWAITING_APPROVAL, Outcome.TIMED_OUT): State.NEEDS_HUMAN,
     (State.IMPLEMENT, Outcome.COMPLETED): State.VERIFY,
     (State.VERIFY, Outcome.CHECKS_PASSED): State.PUBLISH,
+    # Verified, but touching protected paths (or held for review): a writer approves the diff.
+    (State.VERIFY, Outcome.DIFF_APPROVAL_NEEDED): State.AWAITING_DIFF_APPROVAL,
+    (State.AWAITING_DIFF_APPROVAL, Outcome.DIFF_APPROVED): State.PUBLISH,
     (State.VERIFY, Outcome.CHECKS_FAILED): State.REPAIR,
     (State.VERIFY, Outcome.REPAIRS_EXHAUSTED): State.NEEDS_HUMAN,
     (State.REPAIR, Outcome.COMPLETED): State.VERIFY,
@@ -128,10 +139,11 @@ TRANSITIONS: dict[tuple[State, Outcome], State] = {
     **{(state, Outcome.CANCELLED): State.CANCELLED for state in STOPS},
     **{(state, Outcome.VERIFY_AGAIN): State.VERIFY for state in STOPS},
 }
-# A retried stop goes back to the state of the step it stopped in: any runnable state, or the
-# approval wait (an approval that timed out waits again).
+# A retried stop goes back to the state of the step it stopped in: any runnable state, or a
+# wait for approval (an approval that timed out waits again).
 RESUMES: frozenset[tuple[State, State]] = frozenset(
-    (stop, target) for stop in STOPS for target in RUNNABLE | {State.AWAITING_APPROVAL}
+    (stop, target) for stop in STOPS
+    for target in RUNNABLE | APPROVALS
 )
 
 

@@ -567,12 +567,13 @@ class Worktrees:
         self, worktree: Path, *, remote: str, commit: str, branch: str, expect: str | None,
         access: RemoteAccess = NO_ACCESS,
     ) -> None:
-        """Point ``branch`` on ``remote`` at ``commit`` if it is at ``expect`` (None: absent).
+        """Point ``branch`` (or a full ``refs/...`` name) on ``remote`` at ``commit`` if it is at
+        ``expect`` (None: absent).
 
         A branch already at ``commit`` is left alone (a replayed push is a no-op). Raises
         PushRejected, saying where the branch is, when the lease does not hold.
         """
-        ref = f"refs/heads/{branch}"
+        ref = full_ref(branch)
         remote = _normalise_url(remote)
         git = replace(self.git(worktree), config=access.config)
         try:
@@ -600,15 +601,16 @@ class Worktrees:
         host that takes a run over lacks the commits another host decided and pushed."""
         _run(replace(self.git(worktree), config=access.config), "fetch", "--quiet",
              "--no-tags", "--no-write-fetch-head", "--", _normalise_url(remote),
-             f"refs/heads/{branch}", env=dict(access.env))
+             full_ref(branch), env=dict(access.env))
 
     def remote_branch(self, remote: str, branch: str, *,
                       access: RemoteAccess = NO_ACCESS) -> str | None:
-        """The sha ``branch`` points at on ``remote``, or None when the branch does not exist."""
-        ref = f"refs/heads/{branch}"
+        """The sha ``branch`` (or a full ``refs/...`` name) points at on ``remote``, or None
+        when it does not exist."""
+        ref = full_ref(branch)
         self.root.mkdir(parents=True, exist_ok=True)
         out = _text(
-            Git(git_dir=None, cwd=self.root, config=access.config), "ls-remote", "--heads", "--",
+            Git(git_dir=None, cwd=self.root, config=access.config), "ls-remote", "--",
             _normalise_url(remote), ref, env=dict(access.env),
         )
         for line in out.splitlines():
@@ -616,6 +618,11 @@ class Worktrees:
             if name == ref:
                 return sha
         return None
+
+
+def full_ref(branch: str) -> str:
+    """A branch's full ref; a name already under ``refs/`` (a review ref) is one."""
+    return branch if branch.startswith("refs/") else f"refs/heads/{branch}"
 
 
 def _text_input(git: Git, data: bytes, env: dict[str, str], *args: str) -> str:

@@ -50,6 +50,9 @@ class Words:
     def approve(self, run_id: str, spec_prefix: str) -> str:
         return f"/approve {spec_prefix}"
 
+    def approve_diff(self, run_id: str, diff_sha256: str) -> str:
+        return f"/approve-diff {diff_sha256}"
+
     def request_changes(self, run_id: str) -> str:
         return "/changes TEXT"
 

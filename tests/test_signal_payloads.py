@@ -74,12 +74,13 @@ def test_one_verb_table_names_every_kind_on_every_surface():
     assert sorted(VERBS.values()) == sorted(SignalKind)  # one verb per kind
     for verb, kind in VERBS.items():
         assert verb_of(kind) == verb
-        argument = {"approve": " 3f2a9c", "request-changes": " more", "budget": " +1"}
+        argument = {"approve": " 3f2a9c", "approve-diff": " 3f2a9c0d1e2f", "request-changes":
+                    " more", "budget": " +1"}
         command = parse_command(f"/ratchet {verb}{argument.get(verb, '')}")
         assert command is not None and command.kind is kind
     assert all(verb_of(kind) in VERBS for kind in OFFERED)
     commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-    for kind in (SignalKind.APPROVE, SignalKind.REQUEST_CHANGES, SignalKind.RETRY,
-                 SignalKind.VERIFY_AGAIN, SignalKind.BUDGET):
+    for kind in (SignalKind.APPROVE, SignalKind.APPROVE_DIFF, SignalKind.REQUEST_CHANGES,
+                 SignalKind.RETRY, SignalKind.VERIFY_AGAIN, SignalKind.BUDGET):
         assert commands[verb_of(kind, cli=True)].get_default("kind") is kind
     assert verb_of(SignalKind.APPROVE, cli=True) == CLI_VERBS[SignalKind.APPROVE] == "approve-spec"

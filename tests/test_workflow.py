@@ -92,7 +92,7 @@ def test_table_shape():
     for state in State:
         if is_runnable(state):
             assert state in PROFILES and outcomes(state)
-    assert {State.AWAITING_APPROVAL, *STOPS} == WAITS
+    assert {State.AWAITING_APPROVAL, State.AWAITING_DIFF_APPROVAL, *STOPS} == WAITS
     # A stopped run goes back to the state of the step it stopped in, or is cancelled.
     assert transition(State.NEEDS_HUMAN, Outcome.RETRIED, step=StepId("publish", 1)) is (
         State.PUBLISH)
@@ -107,3 +107,23 @@ def test_table_shape():
     assert not PROFILES[State.VERIFY].agent and not PROFILES[State.PUBLISH].agent
     assert transition(State.AWAITING_APPROVAL, Outcome.CHANGES_REQUESTED) is State.SPECIFY
     assert verify_outcome(passed=False, repairs_done=3, max_repairs=3) is Outcome.REPAIRS_EXHAUSTED
+
+
+def test_a_protected_change_waits_for_its_diff_before_publishing():
+    """Verified is not published when a person must approve the diff: only the diff's
+    approval leads to publish, and a spec approval does nothing there."""
+    assert transition(State.VERIFY, Outcome.DIFF_APPROVAL_NEEDED) is (
+        State.AWAITING_DIFF_APPROVAL)
+    assert transition(State.AWAITING_DIFF_APPROVAL, Outcome.DIFF_APPROVED) is State.PUBLISH
+    assert [target for (state, _), target in TRANSITIONS.items()
+            if state is State.AWAITING_DIFF_APPROVAL and target is State.PUBLISH] == [
+        State.PUBLISH]
+    for outcome in (Outcome.APPROVED, Outcome.CHECKS_PASSED, Outcome.COMPLETED):
+        with pytest.raises(IllegalTransition):
+            transition(State.AWAITING_DIFF_APPROVAL, outcome)
+    with pytest.raises(IllegalTransition):
+        transition(State.AWAITING_APPROVAL, Outcome.DIFF_APPROVED)
+    assert transition(State.AWAITING_DIFF_APPROVAL, Outcome.CANCELLED) is State.CANCELLED
+    assert transition(State.NEEDS_HUMAN, Outcome.RETRIED,
+                      step=StepId("awaiting_diff_approval", 1)) is State.AWAITING_DIFF_APPROVAL
+    assert is_wait(State.AWAITING_DIFF_APPROVAL) and not is_runnable(State.AWAITING_DIFF_APPROVAL)

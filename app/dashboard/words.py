@@ -14,6 +14,9 @@ class WebWords:
     def approve(self, run_id: str, spec_prefix: str) -> str:
         return f"Approve spec {spec_prefix}" if spec_prefix else "Approve spec"
 
+    def approve_diff(self, run_id: str, diff_sha256: str) -> str:
+        return f"Approve diff {diff_sha256[:12]}" if diff_sha256 else "Approve diff"
+
     def request_changes(self, run_id: str) -> str:
         return "Request changes"
 

@@ -21,7 +21,7 @@ from runner.checkruns import SPEC_CHECK, CheckRunId
 from runner.effects import EffectRequest
 from runner.names import EffectKind
 from runner.neutralise import strip_controls
-from runner.results import branch_head
+from runner.results import branch_head, pushed_head, pushed_ref
 from runner.steps.base import StepInput, StepServices
 
 
@@ -31,22 +31,28 @@ class Review:
     effects: tuple[EffectRequest, ...]
 
 
-def push_commit(inp: StepInput, services: StepServices, *, tree: str,
-                message: str) -> tuple[str, EffectRequest]:
-    """Decide the next commit on the run's branch and the push that fast-forwards to it."""
-    previous = branch_head(list(inp.history))
+def push_commit(inp: StepInput, services: StepServices, *, tree: str, message: str,
+                ref: str | None = None) -> tuple[str, EffectRequest]:
+    """Decide the next commit of the run (on the last one it decided) and the push that
+    fast-forwards ``ref`` to it: the run's branch, or (None) the review ref a change waits on
+    until its diff is approved (``runner/protected.py``)."""
+    history = list(inp.history)
+    previous = branch_head(history)
     parent = previous or inp.base
     date = inp.run.created_at
+    target = ref or inp.branch
     if previous and not services.worktrees.has_commit(inp.worktree, previous):
         # Another host decided (and pushed) the head: its commits come from the remote.
-        services.worktrees.fetch_branch(inp.worktree, remote=inp.remote, branch=inp.branch,
+        services.worktrees.fetch_branch(inp.worktree, remote=inp.remote,
+                                         branch=pushed_ref(history) or inp.branch,
                                          access=services.access)
     commit = services.worktrees.commit(
         inp.worktree, tree=tree, parent=parent, message=message,
         when=datetime.fromtimestamp(date, tz=UTC),
     )
     push = inp.effect(EffectKind.PUSH, "push", {
-        "remote": inp.remote, "branch": inp.branch, "commit": commit, "expect": previous,
+        "remote": inp.remote, "branch": target, "commit": commit,
+        "expect": pushed_head(history, None if ref is None else target),
         "recipe": {"tree": tree, "parent": parent, "message": message, "date": date},
     })
     return commit, push

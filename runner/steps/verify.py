@@ -1,6 +1,11 @@
 """Verify: the runner alone plans the checks from the changed files, runs them in the sandbox,
 keeps the evidence, and decides the candidate commit and its ``ratchet/verify`` check run.
 
+A change touching protected paths (``runner/protected.py``), or any change of a repository with
+``publish.review_before_push``, is not published on passing: its check run asks a writer to
+approve the diff by hash (``action_required``), and the run waits. With review before push the
+candidate goes to the run's review ref, which no workflow triggers on, never to its branch.
+
 Exactly the checkpointed tree is verified, the tree the commit publishes: the worktree is
 rebuilt from the checkpoint first (``Worktrees.restore``), which removes everything git does not
 record (ignored files, anything in a submodule's folder or a nested repository), so no file a
@@ -14,11 +19,13 @@ from typing import Any
 
 from plumbing.files import printable_path
 from runner.canonical import sha256_hex
-from runner.checkruns import VERIFY_CHECK, CheckRunId, verify_check
+from runner.checkruns import VERIFY_CHECK, CheckRunId, diff_request, verify_check
 from runner.egress import egress
 from runner.errors import DeterministicFailure
 from runner.ledger.records import NewEvent
 from runner.names import EffectKind, EventType
+from runner.protected import MIN_DIFF_PREFIX, diff_sha256, protected_paths, review_ref
+from runner.results import prepared_result
 from runner.steps.base import (
     StepInput,
     StepResult,
@@ -108,21 +115,39 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
             f"verification still fails after {config.repair.max_attempts} repair attempts"
             f" ({', '.join(r.key for r in failing)}); a human must fix or accept the change"
         )
+    diff = None if pull_request else _diff(inp, changed)
+    events = _verification_events(step, run.attempt, failing, plan.sha256,
+                                  unverified=bundle.conclusion == "neutral")
     if pull_request:
         # The head is someone else's commit: report on it; never push, never repair.
         outcome, reason, commit, effects = Outcome.REPORTED, None, inp.base, ()
     else:
         spec_sha = sha256_hex(services.store.read_artifact(run.id, "spec.md") or b"")
         message = f"{run.title}\n\n{trailers(inp, spec_sha)}"
-        commit, push = push_commit(inp, services, tree=tree, message=message)
+        commit, push = push_commit(inp, services, tree=tree, message=message,
+                                   ref=diff.get("ref") if diff else None)
         effects = (push,)
-    check = inp.effect(EffectKind.CHECK_RUN, "verify-check", verify_check(
-        run.id, CheckRunId(run.id, VERIFY_CHECK, commit), EvidenceReport.from_bundle(bundle)))
+    awaiting = diff is not None and outcome is Outcome.CHECKS_PASSED
+    if awaiting:
+        assert diff is not None
+        outcome, reason = Outcome.DIFF_APPROVAL_NEEDED, _approval_reason(diff)
+        events = (*events, NewEvent(EventType.DIFF_APPROVAL_REQUESTED, step=step,
+                                    attempt=run.attempt, revision=commit, data=diff))
+        # Publish pushes this very commit to the branch when it waited on the review ref.
+        diff = {**diff, "recipe": push.payload["recipe"]}
+    check_id = CheckRunId(run.id, VERIFY_CHECK, commit,
+                          diff["sha256"][:MIN_DIFF_PREFIX] if awaiting and diff else "")
+    payload = verify_check(run.id, check_id, EvidenceReport.from_bundle(bundle))
+    if diff is not None:
+        payload = diff_request(payload, diff, awaiting=awaiting)
+    check = inp.effect(EffectKind.CHECK_RUN, "verify-check", payload)
     record = {
         "tree": tree, "patch": inp.patch_sha, "commit": commit,
         "sandbox": str(services.settings.sandbox.mode), "plan": plan.sha256,
         "conclusion": bundle.conclusion, "results": [_without_log(r) for r in results],
         **({"network_blocked": blocked} if blocked else {}),
+        **({"diff": diff, **({"ref": diff["ref"]} if diff.get("ref") else {})}
+           if diff else {}),
         "failing": [
             {"id": r.key, "command": r.command, "status": r.status, "exit_code": r.exit_code,
              "log_tail": r.log_tail()}
@@ -130,11 +155,30 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
         ],
     }
     return StepResult(
-        outcome, record=record,
-        events=_verification_events(step, run.attempt, failing, plan.sha256,
-                                    unverified=bundle.conclusion == "neutral"),
-        artifacts=artifacts, effects=(*effects, check), reason=reason, head_revision=commit,
+        outcome, record=record, events=events, artifacts=artifacts,
+        effects=(*effects, check), reason=reason, head_revision=commit,
     )
+
+
+def _diff(inp: StepInput, changed: list[str]) -> dict[str, Any] | None:
+    """What a person must approve before this change is published, if anything: its hash, the
+    protected paths it touches, and the review ref it waits on (``publish.review_before_push``).
+    The config is the base's, so a change cannot unprotect itself."""
+    publish = inp.config.publish
+    paths = protected_paths(changed, publish.protected_paths)
+    if not paths and not publish.review_before_push:
+        return None
+    base_tree = str((prepared_result(inp.history) or {})["tree"])
+    return {"sha256": diff_sha256(base_tree, inp.tree), "base_tree": base_tree,
+            "tree": inp.tree, "paths": list(paths),
+            "ref": review_ref(inp.run.id) if publish.review_before_push else None}
+
+
+def _approval_reason(diff: dict[str, Any]) -> str:
+    shown = ", ".join(printable_path(p) for p in diff["paths"][:10])
+    why = (f"it touches protected paths ({shown})" if diff["paths"]
+           else "publish.review_before_push holds every change for review")
+    return f"the diff sha256 {diff['sha256']} waits for a writer's approval: {why}"
 
 
 def _passed_results(inp: StepInput, services: StepServices) -> dict[str, CheckResult]:

@@ -33,7 +33,7 @@ from typing import Any
 
 import httpx
 
-from tests.e2e.harness import AGENT, make_target_repo, with_agent_channels
+from tests.e2e.harness import AGENT, CONFIG, make_target_repo, with_agent_channels
 from tests.fakes.fakegithub import FakeGitHub
 from tests.fakes.fakegithub.recording import Call
 from tests.github.githttp import GitHttpServer
@@ -247,11 +247,12 @@ class AppScene:
         comment_id = self.fake.add_issue_comment(OWNER, REPO, issue, body=body, author=author)
         return comment_id, self.deliver("issue_comment", self.comment(comment_id))
 
-    def check_run_event(self, check_id: int, action: str, *, sender: str) -> dict[str, Any]:
+    def check_run_event(self, check_id: int, action: str, *, sender: str,
+                        identifier: str = "approve") -> dict[str, Any]:
         payload = example("check_run", action)
         payload["check_run"] = self.read(f"/repos/{OWNER}/{REPO}/check-runs/{check_id}")
         if action == "requested_action":
-            payload["requested_action"] = {"identifier": "approve"}
+            payload["requested_action"] = {"identifier": identifier}
         return self._common(payload, sender)
 
     def pull_request_event(self, number: int, action: str, *, sender: str) -> dict[str, Any]:
@@ -343,22 +344,24 @@ def github_state(scene: AppScene, issue: int) -> dict[str, Any]:
     }
 
 
-def make_origin(root: Path) -> Path:
+def make_origin(root: Path, *, config: str = CONFIG) -> Path:
     """``acme/widgets``: the e2e target (a unittest suite and Ratchet's config) in a bare
-    repository under ``root``, laid out as a git server serves it (``OWNER/REPO.git``)."""
-    work = make_target_repo(root / "seed")
+    repository under ``root``, laid out as a git server serves it (``OWNER/REPO.git``); every
+    ref update is logged (``git reflog``), so a test counts pushes."""
+    work = make_target_repo(root / "seed", config=config)
     bare = root / "git" / OWNER / f"{REPO}.git"
     bare.parent.mkdir(parents=True)
     git(root, "init", "--quiet", "--bare", "--initial-branch=main", str(bare))
+    git(bare, "--git-dir", str(bare), "config", "core.logAllRefUpdates", "always")
     git(work, "push", "--quiet", bare.as_uri(), "main")
     return bare
 
 
-def open_scene(stack: ExitStack, root: Path, key: bytes, *, broker_url: str | None = None
-               ) -> AppScene:
+def open_scene(stack: ExitStack, root: Path, key: bytes, *, broker_url: str | None = None,
+               config: str = CONFIG) -> AppScene:
     """Everything but Ratchet's processes: the fake with the App installed on acme/widgets,
     issue #1 (by alice, who may write; rita may read), git over HTTP in front of the repo."""
-    bare = make_origin(root)
+    bare = make_origin(root, config=config)
     fake = stack.enter_context(FakeGitHub())
     gitserver = stack.enter_context(GitHttpServer(
         root / "git", username="x-access-token",
@@ -381,7 +384,7 @@ def open_scene(stack: ExitStack, root: Path, key: bytes, *, broker_url: str | No
     return scene
 
 
-def scenes(tmp_path: Path, key: bytes, *, broker_url: str | None = None
-           ) -> Iterator[AppScene]:
+def scenes(tmp_path: Path, key: bytes, *, broker_url: str | None = None,
+           config: str = CONFIG) -> Iterator[AppScene]:
     with ExitStack() as stack:
-        yield open_scene(stack, tmp_path, key, broker_url=broker_url)
+        yield open_scene(stack, tmp_path, key, broker_url=broker_url, config=config)
