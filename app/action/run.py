@@ -47,8 +47,10 @@ from app.action.trigger import read_payload
 from app.settings import Settings
 from app.webhooks import WebhookConfig, WebhookReceiver
 from github.client import GitHubClient
+from github.permissions import Permissions
 from github.repository import RepoAPI
 from github.routing import Ignore, RouteSettings, StartRun, route
+from github.triggers import TriggerGate
 from github.webhook_payloads import IssueCommentEvent, parse_event
 from github.words import GITHUB_WORDS
 from runner.errors import StaleWrite
@@ -248,8 +250,13 @@ class _Job:
     def _record(self, store: Store, payload: dict[str, Any]) -> tuple[str | None, str]:
         """Record the event as the App's webhook would; the run it starts or signals."""
         # The payload's authenticity is the runner's word: no signature to check.
+        # The label's sender is asked of GitHub, as the App's webhook asks (github/triggers.py).
+        triggers = TriggerGate(self.client, Permissions(self.client), store,
+                               role=self.settings.trigger_permission,
+                               allowed_bots=self.settings.allowed_bot_logins,
+                               per_installation=False)
         config = WebhookConfig(secret=None, insecure=True, routing=self.routing,
-                               agent_command=self.identity.agent_command)
+                               agent_command=self.identity.agent_command, triggers=triggers)
         receiver = WebhookReceiver(store, config, wake=lambda run_id: None)
         delivery = delivery_id(self.env.run_id)
         outcome = receiver.record(Event(payload, event=self.env.event_name,

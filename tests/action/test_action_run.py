@@ -206,6 +206,19 @@ def test_a_comment_without_a_command_ends_the_job_before_any_call(scene: Scene) 
     assert scene.fake.calls()[before:] == []
 
 
+def test_a_triagers_label_starts_no_run_and_gets_one_reply(scene: Scene) -> None:
+    scene.fake.set_permission(OWNER, REPO, "tess", "triage")
+    payload = labeled(scene)
+    payload["sender"] = scene.common(example("issues", "labeled"), "tess")["sender"]
+    result = run_action(scene, "issues", payload)
+
+    assert result.exit_code == 0
+    assert any("tess has triage access" in n for n in notices(result)), notices(result)
+    [reply] = bot_comments(scene, ISSUE)
+    assert "@tess" in reply.body and "write access or more" in reply.body
+    assert agent_steps(scene) == Counter() and scene.fake.pulls(OWNER, REPO) == []
+
+
 @pytest.mark.slow
 def test_request_changes_then_cancel_through_jobs_each_answered_once(scene: Scene) -> None:
     first = run_action(scene, "issues", labeled(scene))
