@@ -115,6 +115,12 @@ def neutralise(text: str) -> str:
     return shown
 
 
+def neutralise_inline(text: str) -> str:
+    """``text`` made inert on one line inside one of Ratchet's own (a reason after
+    "Reason: "): never at column 0, so no fence; its whitespace folded to spaces."""
+    return _prose(" ".join(strip_controls(text).split()))
+
+
 def _fence_opens(line: str) -> tuple[str, int] | None:
     """The fence a line opens at column 0 (no container can end it), as CommonMark reads it:
     a backtick fence's info string holds no backtick."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from runner.budget import Limit, format_amount
-from runner.neutralise import neutralise, strip_controls
+from runner.neutralise import neutralise, neutralise_inline, strip_controls
 from runner.signals import MIN_HASH_PREFIX, Refusal
 from runner.views import NextActionKind
 
@@ -329,7 +329,7 @@ def _code(text: str) -> str:
 
 def _inline(text: object) -> str:
     """Text Ratchet did not write, inside one of its own lines: neutralised, on one line."""
-    return neutralise(" ".join(str(text).split()))
+    return neutralise_inline(str(text))
 
 
 def _duration(seconds: float) -> str:
