@@ -150,3 +150,15 @@ def test_a_local_command_loads_neither_the_github_stack_nor_the_queue(tmp_path: 
     key.write_text("-----BEGIN RSA PRIVATE KEY-----\n-----END RSA PRIVATE KEY-----\n")
     assert "app.github" in loaded(RATCHET_GITHUB_APP_ID="1",
                                   RATCHET_GITHUB_PRIVATE_KEY_FILE=str(key))
+
+
+def test_runs_shows_a_titles_control_characters_escaped(tmp_path: Path, repo: Path) -> None:
+    home = tmp_path / "home"
+    title = "Add calc\x1b[2J\x1b]0;pwned\x07\u202eevil\nsecond line"
+    ratchet(home, "run", "--repo", str(repo), "--title", title, "--agent-command", "false",
+            env={"RATCHET_SANDBOX": "none"}, timeout=120)
+    listed = ratchet(home, "runs")
+    assert listed.returncode == 0, listed.stderr
+    [line] = listed.stdout.splitlines()
+    assert line.endswith("Add calc\\x1b[2J\\x1b]0;pwned\\x07\\u202eevil\\nsecond line"), line
+    assert json.loads(ratchet(home, "runs", "--json").stdout)[0]["title"] == title
