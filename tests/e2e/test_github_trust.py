@@ -13,6 +13,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.e2e.github_app import BOT, OWNER, READER, REPO, WRITER, AppScene, scenes
+from tests.fakes.fakegithub import faults
 from tests.webhook_examples import example
 
 ISSUE = 1
@@ -112,3 +113,23 @@ def test_a_readers_burst_gets_one_reply_and_a_demoted_writer_cannot_approve(
     refusal = scene.replies(pull.number)[-1].body
     assert f"@{WRITER}" in refusal and "read access" in refusal
     assert scene.run_state()["state"] == "awaiting_approval"
+
+
+def test_an_approve_sent_before_ratchet_confirmed_its_pull_request_is_answered(
+        scene: AppScene) -> None:
+    """GitHub opened the spec's pull request but its answer to Ratchet is slow (as when it
+    is lost and Ratchet finds the pull request later): a writer's approve on it waits for the
+    run to link it, then is accepted; it is never dropped as "no active run"."""
+    scene.fake.inject("POST", "/repos/{owner}/{repo}/pulls",
+                      faults.delay(8, after_apply=True))
+    scene.serve()
+    assert scene.deliver("issues", scene.labeled(ISSUE)).status_code == 202
+    [pull] = scene.wait_for("the pull request on GitHub", lambda: scene.fake.pulls(OWNER, REPO))
+    prefix = spec_prefix(scene)
+    comment, answer = scene.command(pull.number, f"/ratchet approve {prefix}", author=WRITER)
+    assert answer.json()["decision"] == "wait", answer.json()
+    scene.wait_for("the approval's acknowledgement",
+                   lambda: scene.fake.reactions(OWNER, REPO, comment))
+    assert [r.content for r in scene.fake.reactions(OWNER, REPO, comment)] == ["eyes"]
+    scene.wait_for("the run to move past its approval",
+                   lambda: (scene.run_state() or {}).get("state") != "awaiting_approval")
