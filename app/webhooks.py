@@ -1,16 +1,20 @@
 """``POST /webhooks/github``: check the signature, parse once, decide, record, wake, answer.
 
 The request only records: no GitHub API call happens in it, so the answer is fast and a crash
-loses nothing GitHub was told was received. gidgethub's sans-I/O ``Event.from_http`` checks the
-``X-Hub-Signature-256`` HMAC (constant time); ``github/routing.py`` decides from the payload
-alone; one ledger transaction (``Store.accept_deliveries``) stores the delivery with what it
-caused (a new run, a pending signal, or the reason it was ignored); then the run is woken.
-Deliveries that arrive together share that transaction (``DeliveryWriter``: one commit, one
-disk flush for a burst), and each is answered once its transaction has committed.
+loses nothing GitHub was told was received. One exception: a trigger label's sender is asked of
+GitHub first (``TriggerCheck``, cached), since a label from someone without the required role
+must record no run; the refusal's one reply is posted after the answer. gidgethub's sans-I/O
+``Event.from_http`` checks the ``X-Hub-Signature-256`` HMAC (constant time);
+``github/routing.py`` decides from the payload alone; one ledger transaction
+(``Store.accept_deliveries``) stores the delivery with what it caused (a new run, a pending
+signal, or the reason it was ignored); then the run is woken. Deliveries that arrive together
+share that transaction (``DeliveryWriter``: one commit, one disk flush for a burst), and each
+is answered once its transaction has committed.
 
 Answers: 401 for a missing or wrong signature (nothing recorded), 400 for malformed JSON or
 missing GitHub headers, 413 above 25 MB, 503 when no secret is configured (unless insecure
-development deliveries are allowed), 202 for a delivery that started or signalled a run, 200
+development deliveries are allowed) or GitHub could not say who added a label (nothing
+recorded: redeliver it), 202 for a delivery that started or signalled a run, 200
 for one ignored or seen before.
 """
 
