@@ -70,3 +70,18 @@ def test_what_a_comment_carries_into_the_ledger_is_capped() -> None:
     with pytest.raises(CommandError) as unknown:
         parse_command("/ratchet " + "z" * 500)
     assert len(str(unknown.value)) < 400
+
+
+def test_ratchets_own_lines_hold_text_they_did_not_write_inert() -> None:
+    """A typed hash, a failure's reason and a spec cannot act or break Ratchet's lines; the
+    mention of who typed the command and the approve command still work."""
+    reply = render_reply({"run": "run-1", "author": "bob", "refusal": "stale_hash",
+                          "params": {"given": "x`@org/team`", "current": "ab" * 32}}, WORDS)
+    assert reply.startswith("@bob: `` x`@org/team` `` is not")
+    action = say_next_action({"kind": "human_decision",
+                              "reason": "```\nFixes #7 <!-- hide -->"}, "run-1", WORDS)
+    assert "Fixes ````#7```` &lt;!-- hide -->; then `/ratchet retry`" in action
+    body = render_pull_request({"run": "run-1", "spec": {
+        "sha256": "ab" * 32, "text": "```\nunclosed @x"}}, WORDS)
+    assert body.endswith("```\nunclosed @x\n```\n")  # the spec's fence closes before the end
+    assert body.index("`/ratchet approve abababababab`") < body.index("---")
