@@ -217,6 +217,9 @@ def test_a_fork_that_prints_every_secret_it_finds_prints_none(scene: AppScene,
     assert listener.accepted == []
     assert not (scene.shared / "planted-by-fork").exists()
     assert not (scene.home / "planted-by-fork").exists()
+    ledger = b"".join(p.read_bytes() for p in scene.home.glob("ratchet.db*"))
+    assert re.search(rb"api\.github\.com[^\n]{0,300}verify\.network", ledger), (
+        "the run records the blocked host and the setting that allows it")
     # No secret, in any form, in what Ratchet sent GitHub, its home (ledger, runs) or its log.
     places = {f"{c.method} {c.path} (#{c.seq})": json.dumps(c.body).encode()
               for c in scene.ratchet_calls() if c.body is not None}
