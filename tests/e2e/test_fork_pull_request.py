@@ -212,6 +212,10 @@ def test_a_fork_that_prints_every_secret_it_finds_prints_none(scene: AppScene,
     for label in ("ssh", "ledger", "key_file", "mirror", "home", "shared"):
         assert b"PRIVATE KEY" not in seen[label] and b"SQLite" not in seen[label], label
 
+    # Ratchet's files hold still from here: the run ended, the service stopped.
+    scene.wait_for("the run's end", lambda: (scene.run_state() or {}).get("state") == "done")
+    for service in scene.services:
+        service.stop()
     # From outside: nobody connected, nothing was planted (Ratchet's home, hidden behind an
     # empty folder in there, took the fork's file in that folder only).
     assert listener.accepted == []
