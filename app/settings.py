@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -24,6 +25,7 @@ from runner.config import (
 from runner.faults import CrashPoints
 from runner.ledger import sqlite_path
 from runner.network import NetworkSettings, model_routes, parse_hosts
+from runner.prices import Price, load_prices
 from runner.redact import Redactor
 from runner.sandbox import PRIVATE_FOLDERS, Sandbox, SandboxMode
 from runner.settings import EngineSettings
@@ -116,6 +118,9 @@ class Settings(BaseSettings):
     # Agents and budgets: a preset instead of a command template, and what one run may spend
     # where its repository's `budget:` leaves a limit unset (runner/budget.py).
     agent: str | None = None  # claude, codex, aider, goose or opencode (runner/agents/presets.py)
+    # Dollars per million tokens by model (JSON, or a file of it) over the shipped table, for CLIs
+    # that report tokens but no cost (runner/prices.py).
+    agent_prices: str = ""
     budget_max_cost_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
     budget_max_agent_minutes: float | None = Field(None, gt=0, allow_inf_nan=False)
     budget_max_agent_runs: int | None = Field(None, ge=1)
@@ -163,6 +168,12 @@ class Settings(BaseSettings):
         for path in filter(None, value.split(":")):
             if not Path(path).expanduser().is_absolute():
                 raise ValueError(f"{path!r} is not an absolute path (or one under ~)")
+        return value
+
+    @field_validator("agent_prices")
+    @classmethod
+    def _readable_prices(cls, value: str) -> str:
+        load_prices(value)  # ValueError naming what is wrong
         return value
 
     @field_validator("agent")
@@ -261,6 +272,9 @@ class Settings(BaseSettings):
             routes=routes,
         )
 
+    def prices(self) -> Mapping[str, Price]:
+        return load_prices(self.agent_prices)  # validated at load
+
     def engine_settings(self) -> EngineSettings:
         return EngineSettings(
             home=self.home,
@@ -271,6 +285,7 @@ class Settings(BaseSettings):
             agent_env=self.agent_env_names,
             check_env=self.check_env_names,
             agent_home_seed=self.home_seed,
+            agent_prices=self.prices(),
             redact=Redactor.from_environment(os.environ,
                                              urls=(self.store_url, self.broker_url),
                                              secrets=self.private_key_lines()),

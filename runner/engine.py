@@ -117,7 +117,8 @@ class Engine:
                                 max_output_bytes=settings.max_output_bytes,
                                 max_log_bytes=settings.max_log_bytes,
                                 network=settings.network,
-                                home_seed=settings.agent_home_seed)
+                                home_seed=settings.agent_home_seed,
+                                prices=settings.agent_prices)
         if not command:
             raise DeterministicFailure(
                 f"run {run.id} has no agent command; give it one, then retry the run"
@@ -125,4 +126,4 @@ class Engine:
         return CommandAgent(command, env=agent_environment(settings.environ, settings.agent_env),
                             sandbox=settings.sandbox, max_output_bytes=settings.max_output_bytes,
                             max_log_bytes=settings.max_log_bytes, network=settings.network,
-                            home_seed=settings.agent_home_seed)
+                            home_seed=settings.agent_home_seed, prices=settings.agent_prices)

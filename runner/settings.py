@@ -21,6 +21,7 @@ from runner.ceilings import Ceilings
 from runner.decisions import Limits
 from runner.faults import NO_CRASH, CrashPoints
 from runner.network import NetworkSettings
+from runner.prices import DEFAULT_PRICES, Price
 from runner.redact import NO_REDACTION, Redactor
 from runner.sandbox import Sandbox
 
@@ -41,6 +42,8 @@ class EngineSettings:
     agent_env: tuple[str, ...] = ()  # variables every agent gets (RATCHET_AGENT_ENV)
     check_env: tuple[str, ...] = ()  # variables checks may get if asked (RATCHET_CHECK_ENV)
     agent_home_seed: tuple[Path, ...] = ()  # copied into each agent's fresh HOME
+    # Dollars per million tokens by model, for CLIs that report no cost (RATCHET_AGENT_PRICES).
+    agent_prices: Mapping[str, Price] = field(default_factory=lambda: DEFAULT_PRICES)
     redact: Redactor = NO_REDACTION
     default_agent_command: str | None = None
     default_agent: str | None = None  # a preset of runner/agents/presets.py

@@ -16,6 +16,7 @@ from runner.agents.base import AgentTask
 from runner.agents.command import CommandAgent
 from runner.agents.presets import CODEX_LAST_MESSAGE, PRESETS, preset
 from runner.agents.prompt import PromptContext, render_prompt
+from runner.errors import AgentTimedOut
 
 # Larger than one argument may be (MAX_ARG_STRLEN, 128 KiB): as an argument it cannot start.
 BIG_PROMPT = "# Ratchet research step\n\n" + "The research note says: çà va. " * 6700
@@ -62,7 +63,7 @@ def make_task(tmp_path: Path, phase: str, prompt: str, **fields: object) -> Agen
     return AgentTask(
         run_id="run-1", phase=phase, step=f"{phase}.1", worktree=worktree, prompt=prompt,
         prompt_file=prompt_file, output_dir=out, output=output,
-        log_file=folder / "agent.1.log", timeout=60.0, **fields)  # type: ignore[arg-type]
+        log_file=folder / "agent.1.log", **{"timeout": 60.0, **fields})  # type: ignore[arg-type]
 
 
 def agent_for(name: str, bin_dir: Path) -> CommandAgent:
@@ -181,3 +182,31 @@ def test_the_prompt_names_the_absolute_paths_the_agent_writes() -> None:
         output_path="subagents/db.md", focus="f", output_file="/s/db/out/subagents/db.md",
         note_file="/s/db/out/note.md"))
     assert "`$RATCHET_NOTE` is `/s/db/out/note.md`." in subagent
+
+
+def test_a_killed_claude_session_records_what_it_streamed_priced(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    messages = [{"type": "system", "subtype": "init", "model": "claude-sonnet-4-5-20250929"}]
+    for number in (1, 2):  # each message streamed twice (one event per content block)
+        message = {"type": "assistant", "message": {
+            "id": f"msg_{number}", "model": "claude-sonnet-4-5-20250929", "content": [],
+            "usage": {"input_tokens": 1000, "output_tokens": 500,
+                      "cache_read_input_tokens": 10000}}}
+        messages += [message, message]
+    stand_in(bin_dir, "claude", f"""
+        import time
+        for line in {[json.dumps(m) for m in messages]!r}:
+            print(line, flush=True)
+        time.sleep(600)  # working on, until the timeout kills it
+    """)
+    task = make_task(tmp_path, "implement", "Do it.", timeout=2.0)
+
+    with pytest.raises(AgentTimedOut) as caught:
+        agent_for("claude", bin_dir).run(task)
+
+    usage = caught.value.usage or {}
+    assert (usage["input_tokens"], usage["output_tokens"], usage["cache_read_tokens"]) == (
+        2000, 1000, 20000)
+    assert usage["partial"] is True and usage["cost_priced_as"] == "claude-sonnet-4-5"
+    # $3/M in, $15/M out, $0.30/M cache reads.
+    assert usage["cost_usd"] == pytest.approx(0.006 + 0.015 + 0.006)

@@ -57,6 +57,7 @@ from runner.errors import (
     TransientFailure,
 )
 from runner.network import NetworkSettings
+from runner.prices import DEFAULT_PRICES, Price, priced
 from runner.sandbox import Sandbox
 from runner.usage import MAX_USAGE_BYTES, decode_usage, measured, merge_usage
 
@@ -186,6 +187,7 @@ class CommandAgent:
         hosts: Sequence[str] = (),
         home_seed: Sequence[Path] = (),
         preset: Preset | None = None,
+        prices: Mapping[str, Price] = DEFAULT_PRICES,
     ) -> None:
         """``template`` is one template, or one per phase (a preset's); ``env`` the variables
         the agent gets besides the protocol's (``agent_environment``; None: that of this
@@ -194,12 +196,14 @@ class CommandAgent:
         preset's model APIs) say where it may connect through the egress proxy
         (``runner/network.py``); ``home_seed`` are the host paths copied into each step's fresh
         HOME. A ``preset`` gives its templates, parser, hint and hosts where those are not
-        given, and its per-phase config, spending cap and final-message file."""
+        given, and its per-phase config, spending cap and final-message file; ``prices``
+        turn tokens into dollars where the CLI reported none (``runner/prices.py``)."""
         if preset is not None:
             parse_usage = parse_usage or preset.parse_usage
             install_hint = install_hint or preset.install_hint
             hosts = tuple(hosts) or preset.hosts
         self.preset = preset
+        self.prices = prices
         self.templates = ({"": template} if isinstance(template, str) else dict(template))
         self.template = next(iter(self.templates.values()))
         self._argv = {phase: parse_template(text) for phase, text in self.templates.items()}
@@ -370,8 +374,9 @@ class CommandAgent:
             " as an attempt", evidence=evidence)
 
     def _usage(self, task: AgentTask, duration: float) -> dict[str, Any]:
-        """What the agent spent: its CLI's own report (a preset's parser reads the log), its
-        RATCHET_USAGE file over it, and the wall time measured here."""
+        """What the agent spent: its CLI's own report (a preset's parser reads the log, what
+        a killed agent printed so far too), its RATCHET_USAGE file over it, priced by the
+        table where neither says a cost, and the wall time measured here."""
         parsed: dict[str, Any] = {}
         if self.parse_usage is not None:
             try:
@@ -380,7 +385,8 @@ class CommandAgent:
                 log.warning("run %r step %r: usage parser failed: %r", task.run_id, task.step,
                             exc)
                 parsed = {"problems": [f"the CLI's output could not be read: {exc!r}"]}
-        return measured(merge_usage(read_usage_file(task), parsed), seconds=duration)
+        return measured(priced(merge_usage(read_usage_file(task), parsed), self.prices),
+                        seconds=duration)
 
     def _start(self, argv: list[str], task: AgentTask, template: str,
                home: Path, network: Egress | None, *, stdin: bool

@@ -136,13 +136,23 @@ def _put(record: dict[str, Any], key: str, value: object, *, whole: bool = True)
 
 def parse_claude(text: str) -> dict[str, Any]:
     """Claude Code's result object (``--output-format json``, or the last line of
-    ``stream-json``)."""
+    ``stream-json``); a session killed before its result counts what its streamed assistant
+    messages reported (each message once, by its id)."""
     result = None
+    messages: dict[str, dict[str, Any]] = {}
+    model = None
     for value in _json_objects(text):
         if value.get("type") == "result":
             result = value
+        elif value.get("type") == "assistant" and isinstance(value.get("message"), dict):
+            message = value["message"]
+            if isinstance(message.get("usage"), dict):
+                messages[str(message.get("id") or len(messages))] = message["usage"]
+            model = message.get("model") or model
+        elif value.get("type") == "system" and value.get("subtype") == "init":
+            model = value.get("model") or model
     if result is None:
-        return {}
+        return _claude_partial(messages, model)
     record: dict[str, Any] = {}
     _put(record, "cost_usd", result.get("total_cost_usd"), whole=False)
     _put(record, "turns", result.get("num_turns"))
@@ -157,8 +167,31 @@ def parse_claude(text: str) -> dict[str, Any]:
     return record
 
 
+def _claude_partial(messages: Mapping[str, Mapping[str, Any]], model: object
+                    ) -> dict[str, Any]:
+    """The usage of a Claude session that never printed its result (it was killed): the sum
+    of its assistant messages' usage, without a cost (the price table adds one)."""
+    if not messages:
+        return {}
+    sums = dict.fromkeys(("input_tokens", "output_tokens", "cache_read_tokens",
+                          "cache_write_tokens"), 0)
+    for usage in messages.values():
+        for key, source in (("input_tokens", "input_tokens"),
+                            ("output_tokens", "output_tokens"),
+                            ("cache_read_tokens", "cache_read_input_tokens"),
+                            ("cache_write_tokens", "cache_creation_input_tokens")):
+            number = _number(usage.get(source))
+            sums[key] += int(number) if number and number > 0 else 0
+    record: dict[str, Any] = {**sums, "turns": len(messages), "partial": True}
+    if isinstance(model, str) and model:
+        record["model"] = model
+    return record
+
+
 def parse_codex(text: str) -> dict[str, Any]:
-    """Codex's JSON events: the usage of every ``turn.completed``, summed."""
+    """Codex's JSON events: the usage of every ``turn.completed``, summed. Its
+    ``input_tokens`` include the cached ones: the record counts them once, as
+    ``cache_read_tokens``. Codex reports no cost (the price table adds one)."""
     sums = {"input_tokens": 0, "cache_read_tokens": 0, "output_tokens": 0}
     turns = 0
     for value in _json_objects(text):
@@ -166,11 +199,14 @@ def parse_codex(text: str) -> dict[str, Any]:
             continue
         turns += 1
         usage = value["usage"]
-        for key, source in (("input_tokens", "input_tokens"),
-                            ("cache_read_tokens", "cached_input_tokens"),
-                            ("output_tokens", "output_tokens")):
-            number = _number(usage.get(source))
-            sums[key] += int(number) if number and number > 0 else 0
+        counts = {key: int(number) if (number := _number(usage.get(source))) and number > 0
+                  else 0 for key, source in (("input_tokens", "input_tokens"),
+                                             ("cache_read_tokens", "cached_input_tokens"),
+                                             ("output_tokens", "output_tokens"))}
+        cached = min(counts["cache_read_tokens"], counts["input_tokens"])
+        sums["input_tokens"] += counts["input_tokens"] - cached
+        sums["cache_read_tokens"] += cached
+        sums["output_tokens"] += counts["output_tokens"]
     return {**sums, "turns": turns} if turns else {}
 
 

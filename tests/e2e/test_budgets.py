@@ -5,9 +5,11 @@ run long)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -201,3 +203,46 @@ def test_a_preset_whose_cli_is_missing_fails_at_run_with_the_install_hint(
                        extra={"RATCHET_AGENT_COMMAND": "", "RATCHET_AGENT": "aider"})
     assert from_env.returncode == 2 and "aider-install" in from_env.stderr
     assert json.loads(ratchet("runs", "--json").stdout) == []  # no run was created
+
+
+# Codex as its JSON events show it: tokens (cached input inside input_tokens), no cost.
+FAKE_CODEX = """\
+#!{python}
+import json, os, sys
+assert sys.argv[1:3] == ["exec", "--json"] and sys.argv[-1] == "-", sys.argv
+assert sys.stdin.read().startswith("# Ratchet")  # the prompt, on stdin
+with open(os.environ["AGENT_LOG"], "a") as log:
+    log.write(os.environ["RATCHET_STEP"] + "\\n")
+with open(os.environ["RATCHET_OUTPUT"], "w") as output:
+    output.write("# Analysis\\n\\nThe repository is small.\\n")
+for event in ({{"type": "thread.started", "thread_id": "0199a213"}}, {{"type": "turn.started"}},
+              {{"type": "turn.completed", "usage": {{"input_tokens": 100000,
+                "cached_input_tokens": 80000, "output_tokens": 5000}}}}):
+    print(json.dumps(event), flush=True)
+"""
+
+
+def test_a_tiny_dollar_budget_stops_a_codex_run_priced_from_its_tokens(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "codex").write_text(FAKE_CODEX.format(python=sys.executable))
+    (bin_dir / "codex").chmod(0o755)
+    # Codex names no model in its events: the operator prices it ("*": its configured model).
+    ratchet = ratchet_with(tmp_path, "budget: {max_cost_usd: 0.01}\n",
+                           PATH=f"{bin_dir}:{os.environ['PATH']}", RATCHET_AGENT_COMMAND="",
+                           RATCHET_AGENT="codex", RATCHET_AGENT_PRICES=json.dumps(
+                               {"*": {"input": 1.25, "output": 10, "cache_read": 0.125}}))
+
+    assert ratchet.create().returncode == 1
+    assert ratchet.agent_runs() == ["research.1"]  # specify never started
+
+    status = ratchet.status(ratchet.run_id())
+    assert (status["state"], status["step"]) == ("needs_human", "specify.1")
+    assert status["next_action"]["kind"] == "raise_budget"
+    assert status["reason"].startswith("the run's budget is spent: $0.09 of max_cost_usd $0.01")
+    [run] = status["usage"]["steps"]
+    # 20k uncached input at $1.25/M, 80k cached at $0.125/M (counted once), 5k out at $10/M.
+    assert (run["input_tokens"], run["cache_read_tokens"], run["output_tokens"]) == (
+        20000, 80000, 5000)
+    assert run["cost_usd"] == pytest.approx(0.085) and run["cost_priced_as"] == "*"
+    assert status["usage"]["total"]["unpriced_runs"] == 0
