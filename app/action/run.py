@@ -11,7 +11,9 @@ input) does, in order:
    from the pull request's head branch, ``ratchet/issue-<n>``;
 3. records the event in the ledger exactly as the App's webhook does
    (``WebhookReceiver``): the delivery id is the workflow run's id, the same for every attempt,
-   so "Re-run failed jobs" never records a label or a command twice;
+   so "Re-run failed jobs" never records a label or a command twice. A label whose sender
+   lacks ``RATCHET_TRIGGER_PERMISSION`` (write by default) starts nothing and gets one reply
+   (``github/triggers.py``), and the job ends without pushing the ledger;
 4. refuses a run the ledger records for another repository, remote or agent command
    (``evidence.py``: the ledger is evidence, not authority), then claims the ledger: pushes
    it, compare-and-swapped. A job that loses this race (another job for the same issue wrote

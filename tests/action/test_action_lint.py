@@ -1,10 +1,13 @@
-"""``action.yml`` and the example workflows pass actionlint, and ``action.yml`` keeps the rules
-the Actions runner enforces on composite actions."""
+"""``action.yml`` and the example workflows pass actionlint, ``action.yml`` keeps the rules
+the Actions runner enforces on composite actions, and the run example's first job lets only
+writers' events through."""
 
 from __future__ import annotations
 
 import os
 import re
+import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -41,3 +44,32 @@ def test_every_composite_step_names_a_shell_and_every_expression_parses() -> Non
     env = next(s for s in steps if s.get("id") == "ratchet")["env"]
     # @actions/core's names: INPUT_ and the input's name upper-cased, '-' kept.
     assert {f"INPUT_{name.upper()}" for name in action["inputs"]} <= set(env)
+
+
+@pytest.mark.parametrize(("permission", "allowed"), [
+    ("admin", True), ("write", True), ("triage", False), ("read", False), ("none", False)])
+def test_the_run_example_lets_only_writers_events_reach_the_run_job(
+        tmp_path: Path, permission: str, allowed: bool) -> None:
+    # The run job shares one concurrency group per issue, where GitHub keeps one pending job:
+    # an outsider's comment there would cancel a writer's pending command.
+    workflow = yaml.safe_load((ROOT / "docs" / "actions" / "ratchet-run.yml").read_text())
+    assert workflow["jobs"]["run"]["if"] == "needs.issue.outputs.allowed == 'true'"
+    assert "concurrency" not in workflow and "concurrency" not in workflow["jobs"]["issue"]
+    [step] = workflow["jobs"]["issue"]["steps"]
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    gh = stubs / "gh"  # GitHub's answer for the sender (the real gh prints the --jq result)
+    gh.write_text(f"#!/bin/sh\ntest \"$2\" = repos/acme/widgets/collaborators/tristan/permission"
+                  f" && echo {permission}\n")
+    gh.chmod(0o755)
+    output = tmp_path / "output"
+    result = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+        env={"PATH": f"{stubs}:/usr/bin:/bin", "GITHUB_OUTPUT": str(output),
+             "GITHUB_REPOSITORY": "acme/widgets", "SENDER": "tristan", "PULL": "",
+             "NUMBER": "7"}, capture_output=True, text=True, check=False)
+
+    assert result.returncode == 0, result.stderr
+    lines = output.read_text().splitlines()
+    assert lines == (["allowed=true", "number=7"] if allowed else ["allowed=false"])
+    assert ("::notice" in result.stdout) is not allowed

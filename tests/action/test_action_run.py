@@ -45,11 +45,11 @@ def job_env(scene: Scene, **extra: str) -> dict[str, str]:
         "RATCHET_LEASE_SECONDS": "2", "RATCHET_GITHUB_MUTATION_INTERVAL": "0", **extra})
 
 
-def labeled(scene: Scene, issue: int = ISSUE) -> dict[str, Any]:
+def labeled(scene: Scene, issue: int = ISSUE, *, sender: str = WRITER) -> dict[str, Any]:
     payload = example("issues", "labeled")
     payload["issue"] = scene.read(f"/repos/{OWNER}/{REPO}/issues/{issue}")
     payload["label"] = {**payload["label"], "name": "ratchet"}
-    return scene.common(payload, WRITER)
+    return scene.common(payload, sender)
 
 
 def commented(scene: Scene, number: int, body: str, *, author: str) -> tuple[int, dict[str, Any]]:
@@ -206,17 +206,26 @@ def test_a_comment_without_a_command_ends_the_job_before_any_call(scene: Scene) 
     assert scene.fake.calls()[before:] == []
 
 
-def test_a_triagers_label_starts_no_run_and_gets_one_reply(scene: Scene) -> None:
-    scene.fake.set_permission(OWNER, REPO, "tess", "triage")
-    payload = labeled(scene)
-    payload["sender"] = scene.common(example("issues", "labeled"), "tess")["sender"]
-    result = run_action(scene, "issues", payload)
+@pytest.mark.parametrize("role", ["triage", "read", None])
+def test_a_label_from_someone_without_write_starts_nothing_and_gets_one_reply(
+        scene: Scene, role: str | None) -> None:
+    outsider = "tristan"
+    if role is not None:
+        scene.fake.set_permission(OWNER, REPO, outsider, role)
+    result = run_action(scene, "issues", labeled(scene, sender=outsider))
 
-    assert result.exit_code == 0
-    assert any("tess has triage access" in n for n in notices(result)), notices(result)
+    assert result.exit_code == 0, result.stderr + result.stdout
+    assert result.outputs["run-id"] == "" and result.outputs["state"] == ""
+    [notice] = notices(result)
+    assert "not started" in notice and outsider in notice
     [reply] = bot_comments(scene, ISSUE)
-    assert "@tess" in reply.body and "write access or more" in reply.body
-    assert agent_steps(scene) == Counter() and scene.fake.pulls(OWNER, REPO) == []
+    assert f"@{outsider}" in reply.body and "write access" in reply.body
+    assert agent_steps(scene) == Counter()  # no agent ran
+    assert scene.fake.pulls(OWNER, REPO) == [] and scene.fake.check_runs(OWNER, REPO) == []
+    ledger = subprocess.run(["git", "--git-dir", str(scene.bare), "show-ref"],
+                            capture_output=True, text=True).stdout
+    assert "refs/ratchet/" not in ledger  # nothing recorded for it in the repository
+    assert_clean_output(result)
 
 
 @pytest.mark.slow
