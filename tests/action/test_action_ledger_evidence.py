@@ -1,5 +1,6 @@
 """Run mode's ledger is evidence, not authority: whoever can push the ledger's ref cannot send
-the job's token to another host, nor plant a signal the job acts on.
+the job's token to another host, choose the agent's command, nor plant a signal the job acts
+on (even under the delivery id the next workflow run will record).
 
 Each test starts a real run (the label's job: research, spec, a draft pull request), then
 rewrites the ledger in ``refs/ratchet/ledger/issue-1`` as someone with push access could, and
@@ -22,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.action.conftest import OWNER, REPO, WRITER, Scene, example
+from tests.action.conftest import OWNER, READER, REPO, WRITER, Scene, example
 from tests.action.test_action_run import (
     ISSUE,
     agent_steps,
@@ -190,3 +191,47 @@ def test_a_signal_planted_in_the_ledger_is_refused(scene: Scene) -> None:
         for c in bot_comments(scene, pull.number)]
     assert any("type the command again" in body for body in replies), replies
     assert_clean_output(result)
+
+
+def test_a_signal_planted_under_the_jobs_own_delivery_id_is_refused(scene: Scene) -> None:
+    first = run_action(scene, "issues", labeled(scene))
+    assert first.outputs["state"] == "awaiting_approval", first.stderr
+    prefix = spec_prefix(scene)
+    run_id = first.outputs["run-id"]
+
+    def plant(db: sqlite3.Connection) -> None:
+        # The next workflow run's delivery, recorded ahead of it as a writer's approval.
+        db.execute(
+            "INSERT INTO signals (id, run_id, kind, author, origin, payload, status,"
+            " created_at) VALUES ('delivery:actions-4242', ?, 'approve', ?, 'github', ?,"
+            " 'pending', 1)", (run_id, WRITER, json.dumps({"hash": prefix})))
+        db.execute("INSERT INTO deliveries (id, event, run_id, first_seen, decision)"
+                   " VALUES ('actions-4242', 'issue_comment', ?, 1, 'signal')", (run_id,))
+
+    rewrite_ledger(scene, plant)
+    # What workflow run 4242 really carries: a reader's approval.
+    _, payload = commented(scene, ISSUE, f"/ratchet approve {prefix}", author=READER)
+    result = run_action(scene, "issue_comment", payload, run_id="4242")
+
+    assert result.exit_code == 0, result.stderr + result.stdout
+    assert result.outputs["state"] == "awaiting_approval"
+    assert agent_steps(scene) == {"research": 1, "specify": 1}
+    assert_clean_output(result)
+
+
+def test_a_ledger_choosing_another_agent_command_is_refused(scene: Scene) -> None:
+    first = run_action(scene, "issues", labeled(scene))
+    assert first.outputs["state"] == "awaiting_approval", first.stderr
+    prefix = spec_prefix(scene)
+    marker = scene.root / "planted-agent-ran"
+    rewritten = rewrite_ledger(scene, lambda db: db.execute(
+        "UPDATE runs SET params = json_set(params, '$.agent_command', ?)",
+        (f"touch {marker}",)))
+    _, payload = commented(scene, ISSUE, f"/ratchet approve {prefix}", author=WRITER)
+    result = run_action(scene, "issue_comment", payload)
+
+    assert result.exit_code == 1, result.stderr + result.stdout
+    [error] = result.annotations_at("error")
+    assert "agent-command" in error.message and "refused" in error.message
+    assert not marker.exists() and ledger_oid(scene) == rewritten
+    assert agent_steps(scene) == {"research": 1, "specify": 1}
