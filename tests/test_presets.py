@@ -30,7 +30,8 @@ VALUES = {
 }
 PROMPT_FILE, OUTPUT, OUTPUT_DIR = VALUES["prompt_file"], VALUES["output"], VALUES["output_dir"]
 # Every preset's argv per phase group: (research and specify, implement and repair).
-CLAUDE = ["claude", "-p", "--output-format", "stream-json", "--verbose", "--add-dir", OUTPUT_DIR]
+CLAUDE = ["claude", "-p", "--output-format", "stream-json", "--verbose",
+          "--include-partial-messages", "--add-dir", OUTPUT_DIR]
 CODEX = ["codex", "exec", "--json", "--output-last-message",
          f"{OUTPUT_DIR}/codex.last-message.md", "--sandbox", "workspace-write", "--add-dir",
          OUTPUT_DIR, "-"]

@@ -287,11 +287,14 @@ def parse_opencode(text: str) -> dict[str, Any]:
 
 # Claude Code in print mode, reading the prompt on stdin and streaming its events (stream-json
 # prints as it works, so the idle watch sees a healthy session; --verbose is required with
-# it). The output folder is a working directory of the session (--add-dir): a path rule alone
-# grants nothing outside them. Read-only phases may read, and edit only the output folder
+# it; --include-partial-messages prints the model's stream as it arrives, else nothing shows
+# while one long answer streams, and 2.1.332 was ended as idle mid-answer). The output folder
+# is a working directory of the session (--add-dir): a path rule alone grants nothing outside
+# them. Read-only phases may read, and edit only the output folder
 # (an absolute path rule is written //path; Edit rules cover Write); dontAsk denies the rest
 # instead of prompting. Others may edit and run commands in the worktree.
-_CLAUDE = "claude -p --output-format stream-json --verbose --add-dir {output_dir}"
+_CLAUDE = ("claude -p --output-format stream-json --verbose --include-partial-messages"
+           " --add-dir {output_dir}")
 # Codex exec reads the prompt on stdin ("-") and streams JSON events. Its final message goes
 # to a file of its own in the output folder, read only when the model wrote no output
 # (``Preset.last_message``): it must never overwrite what the model wrote. Codex's read-only

@@ -90,9 +90,11 @@ class Switches:
     """How the model misbehaves. ``delay_s``: pause between stream events (a slow model that
     still streams); ``fail_first``/``fail_status``: answer the first requests with that error
     (429 rate limit, 529 overloaded, 500); ``hang_phase``: stop streaming mid-answer in that
-    phase and hold the connection open."""
+    phase and hold the connection open; ``slow_phase``: only that phase is slow (empty:
+    every request)."""
 
     delay_s: float = 0.0
+    slow_phase: str = ""
     fail_first: int = 0
     fail_status: int = 529
     hang_phase: str = ""

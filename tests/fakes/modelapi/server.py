@@ -211,7 +211,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("connection", "close")
         self.end_headers()
         self.close_connection = True
-        delay = self.model.script.switches.delay_s
+        switches = self.model.script.switches
+        delay = switches.delay_s if switches.slow_phase in ("", phase) else 0.0
         try:
             for number, event in enumerate(events):
                 if number and delay:
