@@ -1,6 +1,7 @@
 """Who is looking, and what they may see and do: the viewer and the repository gate.
 
-A viewer is this host's operator (an open dashboard on loopback: everything, every action),
+A viewer is this host's operator (signed in by the one-time link of a loopback dashboard
+without GitHub sign-in: everything, every action; being on loopback alone is nothing),
 a bearer of the API token (reads everything, acts on nothing), or someone signed in with
 GitHub, who sees the runs of repositories they can read and acts on those they can write.
 GitHub answers that from the App's installation (``GET /repos/{owner}/{repo}/collaborators/
@@ -33,7 +34,7 @@ _LEVELS = {"admin": 2, "write": 2, "read": 1}
 
 
 class ViewerKind(StrEnum):
-    OPERATOR = "operator"  # an open dashboard on loopback
+    OPERATOR = "operator"  # signed in by the one-time link ``ratchet serve`` printed
     TOKEN = "token"  # a bearer of RATCHET_API_TOKEN
     GITHUB = "github"  # signed in with GitHub
 

@@ -5,7 +5,7 @@ run is woken; the worker that takes it up answers the signal (and may still refu
 why on the page). The form must carry the session's CSRF secret and come from this site (the
 guard checks the latter); the viewer needs write access to the run's repository. Signals from
 someone signed in with GitHub have origin ``github`` and their login as author, so the
-worker's authorizer asks GitHub again; on an open dashboard they are the local operator's.
+worker's authorizer asks GitHub again; after the one-time link they are the local operator's.
 """
 
 from __future__ import annotations
