@@ -293,6 +293,18 @@ def stopped_at(bound: Mapping[str, Any], *, step: str, seconds: float) -> Exhaus
                       tuple(by_step))
 
 
+def overspent(bound: Mapping[str, Any], *, step: str, cost: float) -> Exhaustion | None:
+    """The exhaustion of the dollar budget in ``bound`` (``bound_data`` of max_cost_usd) once
+    an agent of ``step`` spent ``cost`` on top of what was spent before it; None while some
+    is left."""
+    spent = float(bound["spent"]) + cost
+    allowed = float(bound["allowed"])
+    if spent < allowed - 1e-9:
+        return None
+    by_step = [(str(s), float(v)) for s, v in bound.get("by_step", [])] + [(step, cost)]
+    return Exhaustion(Limit.COST, spent, allowed, tuple(by_step))
+
+
 @dataclass(frozen=True)
 class Allowance:
     """What the budget lets the next agent do: nothing (``exhaustion``), or run for
@@ -303,6 +315,7 @@ class Allowance:
     seconds: float
     bound: dict[str, Any] | None = None
     cost_left: float | None = None  # dollars left under max_cost_usd (None: no such limit)
+    cost_bound: dict[str, Any] | None = None  # ``bound_data`` of max_cost_usd, when set
 
 
 def allowance(budget: Budget, events: Iterable[Event], *, now: float, timeout: float,
@@ -318,12 +331,13 @@ def allowance(budget: Budget, events: Iterable[Event], *, now: float, timeout: f
     if exhaustion is not None:
         return Allowance(exhaustion, 0.0)
     dollars = budget.limit(Limit.COST)
-    cost_left = None if dollars is None else max(0.0, dollars - spend.totals.cost_usd)
+    cost = {} if dollars is None else {
+        "cost_left": max(0.0, dollars - spend.totals.cost_usd),
+        "cost_bound": bound_data(budget, spend, Limit.COST, runs)}
     left = seconds_left(budget, spend)
     if left is None or left[0] >= timeout:
-        return Allowance(None, timeout, cost_left=cost_left)
-    return Allowance(None, left[0], bound_data(budget, spend, left[1], runs),
-                     cost_left=cost_left)
+        return Allowance(None, timeout, **cost)
+    return Allowance(None, left[0], bound_data(budget, spend, left[1], runs), **cost)
 
 
 def budget_of(prepared: Mapping[str, Any] | None, events: Iterable[Event], *,

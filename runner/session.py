@@ -368,7 +368,7 @@ class Session:
             raise BudgetExhausted(allowed.exhaustion.reason,
                                   exhaustion=allowed.exhaustion.to_dict())
         return replace(services, agent_timeout=allowed.seconds, budget_bound=allowed.bound,
-                       cost_left=allowed.cost_left)
+                       cost_left=allowed.cost_left, cost_bound=allowed.cost_bound)
 
     def _input(self, run: Run, history: list[Checkpoint]) -> StepInput:
         assert self.worktree is not None, "a runnable run has a worktree"

@@ -94,7 +94,7 @@ def test_claude_is_capped_at_what_the_budget_has_left(tmp_path: Path) -> None:
     agent_for("claude", bin_dir).run(capped)
 
     argv = json.loads(capped.output.read_text())["argv"]
-    assert argv[-2:] == ["--max-budget-usd", "0.2500"]
+    assert argv[-2:] == ["--max-budget-usd", "0.250000"]
     unlimited = make_task(tmp_path, "implement", "Do it.")
     agent_for("claude", bin_dir).run(unlimited)
     assert "--max-budget-usd" not in json.loads(unlimited.output.read_text())["argv"]

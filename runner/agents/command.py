@@ -243,8 +243,8 @@ class CommandAgent:
         )
         if task.cost_left is not None and self.preset and self.preset.budget_option:
             # The CLI stops itself at what the run's budget has left: one session cannot
-            # overshoot it.
-            argv += [self.preset.budget_option, f"{max(task.cost_left, 0.0):.4f}"]
+            # overshoot it. Never 0, which Claude reads as no cap.
+            argv += [self.preset.budget_option, f"{max(task.cost_left, 1e-6):.6f}"]
         log.info(
             "run %r step %r: starting agent %r in %r (sandbox: %s)",
             task.run_id, task.step, argv[0], str(task.worktree), self.sandbox.mode,

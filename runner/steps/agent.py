@@ -18,7 +18,7 @@ from plumbing.walk import remove
 from runner.agents.base import AgentResult, AgentTask
 from runner.agents.command import read_output
 from runner.agents.prompt import FailingCheck, PromptContext, output_path, render_prompt
-from runner.budget import stopped_at
+from runner.budget import overspent, stopped_at
 from runner.canonical import sha256_hex
 from runner.decisions import decide_idle, idle_timeouts
 from runner.errors import (
@@ -135,9 +135,23 @@ def _with_subagents(inp: StepInput, services: StepServices, planned: Planned) ->
 
 def _run(task: AgentTask, inp: StepInput, services: StepServices) -> AgentResult:
     """Run the agent; a hung agent's failure is decided by how often it hung in this step,
-    and one stopped by the budget's time is an authority stop, not a timeout to retry."""
+    and one stopped by the budget's time, or failed having spent its dollars, is an authority
+    stop, not a failure to retry."""
     try:
         return services.agent().run(task, cancel=services.cancel)
+    except DeterministicFailure as failure:
+        cost = (failure.usage or {}).get("cost_usd")
+        exhaustion = (overspent(services.cost_bound, step=inp.run.step, cost=float(cost))
+                      if services.cost_bound is not None and isinstance(cost, int | float)
+                      else None)
+        if exhaustion is None:
+            raise
+        # It spent what the budget had left (a CLI given its cap stops there, Claude's
+        # --max-budget-usd): the run waits for a raise, as it would before the next step.
+        raise BudgetExhausted(
+            f"{exhaustion.reason}; the {task.phase} agent stopped having spent what the"
+            f" budget had left ({failure})",
+            exhaustion=exhaustion.to_dict(), usage=failure.usage) from None
     except AgentIdle as idle:
         earlier = idle_timeouts(services.store.events(inp.run.id), inp.run.step)
         raise decide_idle(idle, earlier=earlier) from None

@@ -48,8 +48,10 @@ class StepServices:
     # spent it: an authority stop, not a timeout to retry); runner/budget.py.
     budget_bound: Mapping[str, Any] | None = None
     # Dollars the run's budget has left before this step (None: no dollar limit), for a CLI
-    # that caps its own spending.
+    # that caps its own spending, and the limit as ``bound_data`` (an agent that spent it all
+    # stopped at the budget: an authority stop, not a failure).
     cost_left: float | None = None
+    cost_bound: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,16 @@
 """A model provider that refuses, through the real CLI, engine, ledger and sandbox: the
 scripted agent runs as the claude preset's program and ends as Claude Code does when its API
-answers 529 or refuses the key (``AGENT_OVERLOADED``, ``AGENT_UNAUTHORIZED``)."""
+answers 529 or refuses the key (``AGENT_OVERLOADED``, ``AGENT_UNAUTHORIZED``), or when it
+reaches its dollar cap (``AGENT_MAX_BUDGET``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
+
+import pytest
 
 from runner.ledger import open_store
 from runner.names import EventType
@@ -70,3 +74,23 @@ def test_a_refused_key_stops_the_run_at_once_naming_what_to_set(tmp_path: Path) 
     assert "Invalid API key" in status["reason"]
     assert "set ANTHROPIC_API_KEY" in status["reason"]
     assert "RATCHET_AGENT_HOME_SEED" in status["reason"]
+
+
+def test_claude_is_capped_at_what_the_budget_has_left_and_stopping_there_asks_for_a_raise(
+        tmp_path: Path) -> None:
+    ratchet = claude_ratchet(tmp_path, CONFIG + "budget: {max_cost_usd: 0.10}\n",
+                             AGENT_USAGE=json.dumps({"cost_usd": 0.04}),
+                             AGENT_MAX_BUDGET="specify")
+
+    assert ratchet.create().returncode == 1
+    status = ratchet.status(ratchet.run_id())
+    assert (status["state"], status["step"]) == ("needs_human", "specify.1")
+    assert status["next_action"]["kind"] == "raise_budget"
+    # Research spent $0.04; specify was capped at the $0.06 left and spent it (the scripted
+    # CLI reports its cap as its cost).
+    assert status["reason"].startswith(
+        "the run's budget is spent: $0.10 of max_cost_usd $0.10 (research.1 $0.04, specify.1"
+        " $0.06)")
+    assert "the specify agent stopped having spent what the budget had left" in status["reason"]
+    [_, specify] = status["usage"]["steps"]
+    assert specify["cost_usd"] == pytest.approx(0.06) and specify["outcome"] == "authority"
