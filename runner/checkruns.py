@@ -72,7 +72,9 @@ def verify_check(run_id: str, check_run: CheckRunId, evidence: EvidenceReport) -
     return {
         "run": run_id, "name": check_run.name, "head_sha": check_run.head_sha,
         "external_id": str(check_run), "conclusion": evidence.conclusion,
-        "evidence": evidence.to_dict(),
+        # Without controls before the payload is redacted: a secret a check printed split by
+        # an escape sequence is masked whole, never joined when the check run is shown.
+        "evidence": _without_controls(evidence.to_dict()),
     }
 
 
@@ -123,6 +125,16 @@ def render_check_run(payload: Mapping[str, Any], words: Vocabulary, *,
                              str(output.get("text") or ""), check_run_annotations(payload))
     return CheckRunText(strip_controls(shown.title), strip_controls(shown.summary),
                         strip_controls(shown.text), shown.annotations)
+
+
+def _without_controls(value: Any) -> Any:
+    if isinstance(value, str):
+        return strip_controls(value)
+    if isinstance(value, Mapping):
+        return {key: _without_controls(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_controls(item) for item in value]
+    return value
 
 
 def check_run_annotations(payload: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:

@@ -31,7 +31,7 @@ from runner.errors import (
 )
 from runner.ledger.records import NewEvent
 from runner.names import EventType
-from runner.neutralise import neutralise
+from runner.neutralise import neutralise, strip_controls
 from runner.results import VerifyRecord
 from runner.steps.base import (
     StepInput,
@@ -179,8 +179,11 @@ def _conclude(inp: StepInput, services: StepServices, phase: State, task: AgentT
             f" {result.output_sha256[:12]}); rerun the step"
         )
     _enforce_worktree_limits(inp, services, phase)
-    # Agent text is evidence: it is redacted before it is stored, hashed or shown to a reviewer.
-    artifacts = {output_rel: services.settings.redact.bytes(content),
+    # Agent text is evidence: it is redacted before it is stored, hashed or shown to a reviewer,
+    # and its controls go first, so a secret split by an escape sequence is masked whole.
+    shown = strip_controls(content.decode(errors="surrogateescape")).encode(
+        errors="surrogateescape")
+    artifacts = {output_rel: services.settings.redact.bytes(shown),
                  f"prompts/{step}.md": services.settings.redact(prompt).encode()}
     stored_sha = sha256_hex(artifacts[output_rel])
     record: dict[str, Any] = {
