@@ -86,10 +86,10 @@ class PublishConfig(ConfigModel):
     """The `publish` section: what a person approves before the implementation is published.
 
     `protected_paths`: globs (the `verify.ignore` dialect) added to the paths every repository
-    protects (``runner/protected.py``): a change touching one waits after verification until a
-    writer approves its diff by hash. `review_before_push`: every implementation waits so,
-    kept on a ref no workflow triggers on until the diff is approved, then pushed to the run's
-    branch (so the repository's CI never runs unreviewed agent code with its secrets).
+    protects (``runner/protected.py``): a change touching one waits after verification, on a
+    ref no workflow triggers on, until a writer approves its diff by hash, then is pushed to the
+    run's branch. `review_before_push`: every change waits so (the repository's CI never runs
+    unreviewed agent code with its secrets).
     """
 
     protected_paths: list[str] = Field(default=[], max_length=200)

@@ -4,9 +4,10 @@ ready on a spec approval alone, and the hash that binds an approval to one exact
 A change to what runs with the repository's secrets (workflows, actions), to who reviews
 (CODEOWNERS), to Ratchet's own config, or to what instructs the next agent (``CLAUDE.md``,
 ``.claude/``, ...) is code nobody approved: the spec approval approved words. Such a run waits
-after verification until a writer approves its diff by hash. A repository adds its own globs
-(``publish.protected_paths`` in ``.github/ratchet.yml``, read at the base revision); it cannot
-remove the defaults.
+after verification until a writer approves its diff by hash, its candidate on a review ref that
+no workflow triggers on (a workflow pushed to a branch would run at once, with the repository's
+secrets). A repository adds its own globs (``publish.protected_paths`` in
+``.github/ratchet.yml``, read at the base revision); it cannot remove the defaults.
 
 The hash is the sha256 of the tree pair (the base's tree, the published tree): both are content
 hashes, so it names exactly one diff, and any later change to the tree is another hash. Matching

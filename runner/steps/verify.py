@@ -3,8 +3,9 @@ keeps the evidence, and decides the candidate commit and its ``ratchet/verify`` 
 
 A change touching protected paths (``runner/protected.py``), or any change of a repository with
 ``publish.review_before_push``, is not published on passing: its check run asks a writer to
-approve the diff by hash (``action_required``), and the run waits. With review before push the
-candidate goes to the run's review ref, which no workflow triggers on, never to its branch.
+approve the diff by hash (``action_required``), and the run waits. Its candidates go to the
+run's review ref, which no workflow triggers on, never to its branch (publish pushes the
+approved one there).
 
 Exactly the checkpointed tree is verified, the tree the commit publishes: the worktree is
 rebuilt from the checkpoint first (``Worktrees.restore``), which removes everything git does not
@@ -162,16 +163,17 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
 
 def _diff(inp: StepInput, changed: list[str]) -> dict[str, Any] | None:
     """What a person must approve before this change is published, if anything: its hash, the
-    protected paths it touches, and the review ref it waits on (``publish.review_before_push``).
-    The config is the base's, so a change cannot unprotect itself."""
+    protected paths it touches, and the review ref it waits on. A protected change always waits
+    there: a workflow pushed to a branch runs, with the repository's secrets, before anyone
+    approved it; ``publish.review_before_push`` holds every change so. The config is the
+    base's, so a change cannot unprotect itself."""
     publish = inp.config.publish
     paths = protected_paths(changed, publish.protected_paths)
     if not paths and not publish.review_before_push:
         return None
     base_tree = str((prepared_result(inp.history) or {})["tree"])
     return {"sha256": diff_sha256(base_tree, inp.tree), "base_tree": base_tree,
-            "tree": inp.tree, "paths": list(paths),
-            "ref": review_ref(inp.run.id) if publish.review_before_push else None}
+            "tree": inp.tree, "paths": list(paths), "ref": review_ref(inp.run.id)}
 
 
 def _approval_reason(diff: dict[str, Any]) -> str:

@@ -2,8 +2,9 @@
 webhooks and the fake GitHub.
 
 The agent's change also writes ``.github/workflows/ci.yml``: verification passes (after one
-repair), but the pull request is not marked ready; the ``ratchet/verify`` check run concludes
-``action_required`` naming the path and the diff's hash. A reader's approval, a wrong hash and
+repair), but nothing is pushed to the branch nor marked ready; the ``ratchet/verify`` check run
+(on the candidate, which waits on the run's review ref) concludes ``action_required`` naming the
+path and the diff's hash. A reader's approval, a wrong hash and
 the hash of the earlier (failed) candidate's diff are refused; the writer's button on the check
 run approves that exact diff and the run publishes. With ``publish.review_before_push`` the
 implementation waits on ``refs/ratchet/review/<run>``: nothing agent-written reaches a branch
@@ -22,7 +23,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.e2e.github_app import OWNER, READER, REPO, WRITER, AppScene, scenes
-from tests.e2e.harness import CONFIG
+from tests.e2e.harness import CONFIG, Ratchet, make_target_repo
 from tests.gitrepo import git
 
 ISSUE = 1
@@ -98,6 +99,7 @@ def updates(scene: AppScene, ref: str) -> int:
 def test_a_protected_path_change_is_not_ready_until_a_writer_approves_its_diff(
         scene: AppScene) -> None:
     number = approve_spec(scene)
+    spec_head = scene.fake.pull(OWNER, REPO, number).head_sha
     scene.wait_for("the diff's approval request", lambda: awaiting_diff(scene))
 
     # Verified, but not ready: the check run asks for the diff's approval, naming the path.
@@ -109,7 +111,13 @@ def test_a_protected_path_change_is_not_ready_until_a_writer_approves_its_diff(
     current = diff_hash(summary)
     earlier = diff_hash(failed.output_summary or "")
     assert earlier != current
-    assert passed.head_sha == scene.fake.pull(OWNER, REPO, number).head_sha
+    # Nor pushed: a workflow on a branch would run with the repository's secrets. The
+    # candidates wait on the review ref; the pull request's head is still the spec's commit.
+    found = refs(scene)
+    [review] = [name for name in found if name.startswith("refs/ratchet/review/")]
+    assert found[review] == passed.head_sha
+    assert found[f"refs/heads/{BRANCH}"] == spec_head == scene.fake.pull(
+        OWNER, REPO, number).head_sha
     assert [a["identifier"] for a in passed.actions] == ["approve-diff"]
     [tracking] = scene.tracking_comments(ISSUE)
     assert f"/ratchet approve-diff {current}" in tracking.body
@@ -133,7 +141,9 @@ def test_a_protected_path_change_is_not_ready_until_a_writer_approves_its_diff(
         passed.id, "requested_action", sender=WRITER,
         identifier="approve-diff")).status_code == 202
     scene.wait_for("the run's end", lambda: (scene.run_state() or {}).get("state") == "done")
-    assert scene.fake.pull(OWNER, REPO, number).draft is False
+    pull = scene.fake.pull(OWNER, REPO, number)
+    assert pull.draft is False and pull.head_sha == passed.head_sha  # the approved commit
+    assert updates(scene, f"refs/heads/{BRANCH}") == 2  # the spec's commit, then that one
     assert scene.fake.validation_failures == [] and scene.fake.unknown_calls == []
 
 
@@ -165,3 +175,52 @@ def test_review_before_push_keeps_agent_code_off_every_branch_until_the_diff_is_
     assert updates(scene, f"refs/heads/{BRANCH}") == 2
     pull = scene.fake.pull(OWNER, REPO, number)
     assert pull.head_sha == candidate and pull.draft is False
+
+
+# -- a local run: the same wait, answered on the command line ---------------------------------
+
+
+def test_a_local_run_with_a_protected_change_waits_for_approve_diff(tmp_path: Path) -> None:
+    ratchet = Ratchet(home=tmp_path / "home", repo=make_target_repo(tmp_path / "repo"),
+                      env={"AGENT_PROTECTED": "CLAUDE.md"})
+    assert ratchet.create().returncode == 0
+    run_id = ratchet.run_id()
+    waiting = ratchet.approve(run_id)
+    assert waiting.returncode == 0, waiting.stderr
+    status = ratchet.status(run_id)
+    assert status["state"] == "awaiting_diff_approval"
+    assert "CLAUDE.md" in status["reason"]
+    current = status["next_action"]["diff_sha256"]
+    assert f"ratchet approve-diff {run_id} {current}" in ratchet("status", run_id).stdout
+    [check] = [c for c in ratchet.outbox(run_id).check_runs
+               if c["name"] == "ratchet/verify" and c["conclusion"] == "action_required"]
+    assert "CLAUDE.md" in check["output"]["summary"] and current in check["output"]["summary"]
+
+    wrong = ratchet("approve-diff", run_id, "0" * 64)
+    assert wrong.returncode == 2 and current in wrong.stderr
+    assert ratchet.status(run_id)["state"] == "awaiting_diff_approval"
+    approved = ratchet("approve-diff", run_id, current[:12])
+    assert approved.returncode == 0, approved.stderr
+    assert ratchet.status(run_id)["state"] == "done"
+    assert ratchet.outbox(run_id).pull_requests[-1]["draft"] is False
+    # The branch moved twice: the spec's commit, then the approved candidate.
+    assert ratchet.branch_pushes(run_id)[-1] == check["head_sha"]
+    assert len(ratchet.branch_pushes(run_id)) == 2
+
+
+def test_a_local_run_reviewed_before_push_moves_its_branch_once_approved(
+        tmp_path: Path) -> None:
+    repo = make_target_repo(tmp_path / "repo",
+                            config=CONFIG + "publish:\n  review_before_push: true\n")
+    ratchet = Ratchet(home=tmp_path / "home", repo=repo)
+    assert ratchet.create().returncode == 0
+    run_id = ratchet.run_id()
+    assert ratchet.approve(run_id).returncode == 0
+    status = ratchet.status(run_id)
+    assert status["state"] == "awaiting_diff_approval"
+    spec_only = ratchet.branch_pushes(run_id)
+    assert len(spec_only) == 1  # the spec's commit; the candidates wait on the review ref
+    candidate = git(repo, "rev-parse", f"refs/ratchet/review/{run_id}").strip()
+    assert ratchet("approve-diff", run_id, status["next_action"]["diff_sha256"]).returncode == 0
+    assert ratchet.status(run_id)["state"] == "done"
+    assert ratchet.branch_pushes(run_id) == [*spec_only, candidate]
