@@ -65,7 +65,7 @@ def trailers(inp: StepInput, spec_sha256: str) -> str:
 def open_review(inp: StepInput, services: StepServices, *, spec_text: str,
                 spec_sha256: str) -> Review:
     """The spec's review: a commit on the base naming it, a draft pull request, a check run."""
-    message = f"Specification: {inp.run.title}\n\n{trailers(inp, spec_sha256)}"
+    message = f"Specification: {strip_controls(inp.run.title)}\n\n{trailers(inp, spec_sha256)}"
     commit, push = push_commit(inp, services, tree=inp.tree, message=message)
     pull = inp.effect(EffectKind.PULL_REQUEST, "pull-request", pull_request_payload(
         inp, spec_text=spec_text, spec_sha256=spec_sha256, draft=True))

@@ -25,6 +25,7 @@ from runner.egress import egress
 from runner.errors import DeterministicFailure
 from runner.ledger.records import NewEvent
 from runner.names import EffectKind, EventType
+from runner.neutralise import strip_controls
 from runner.protected import MIN_DIFF_PREFIX, diff_sha256, protected_paths, review_ref
 from runner.results import prepared_result
 from runner.steps.base import (
@@ -124,7 +125,7 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
         outcome, reason, commit, effects = Outcome.REPORTED, None, inp.base, ()
     else:
         spec_sha = sha256_hex(services.store.read_artifact(run.id, "spec.md") or b"")
-        message = f"{run.title}\n\n{trailers(inp, spec_sha)}"
+        message = f"{strip_controls(run.title)}\n\n{trailers(inp, spec_sha)}"
         commit, push = push_commit(inp, services, tree=tree, message=message,
                                    ref=diff.get("ref") if diff else None)
         effects = (push,)
