@@ -1,0 +1,65 @@
+"""Who may start a run with the trigger label, and the one reply to someone who may not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from github.client import GitHubClient
+from github.permissions import Permissions
+from github.triggers import TriggerGate
+from runner.ledger import open_store
+from runner.origin import GitHubOrigin
+from tests.fakes.conftest import OWNER, REPO
+from tests.fakes.fakegithub import FakeGitHub
+from tests.github.conftest import INSTALLATION
+
+
+def origin(login: str) -> GitHubOrigin:
+    return GitHubOrigin(owner=OWNER, repo=REPO, installation=INSTALLATION,
+                        clone_url=f"https://github.com/{OWNER}/{REPO}.git", label="ratchet",
+                        started_by=login)
+
+
+@pytest.mark.parametrize(("required", "role", "allowed"), [
+    ("write", "triage", False), ("write", "read", False), ("write", "write", True),
+    ("write", "maintain", True), ("write", "admin", True), ("triage", "triage", True),
+    ("maintain", "write", False), ("admin", "maintain", False),
+])
+def test_the_label_needs_the_configured_role(fake: FakeGitHub, client: GitHubClient,
+                                             tmp_path: Path, required: str, role: str,
+                                             allowed: bool) -> None:
+    store = open_store(str(tmp_path / "ledger.db"))
+    gate = TriggerGate(client, Permissions(client), store, role=required)
+    fake.set_permission(OWNER, REPO, "tess", role)
+    answer = gate.check(origin("tess"))
+    assert answer.allowed is allowed and f"tess has {role} access" in answer.detail
+    store.close()
+
+
+def test_bots_need_the_operators_word_and_strangers_have_no_access(
+        fake: FakeGitHub, client: GitHubClient, tmp_path: Path) -> None:
+    store = open_store(str(tmp_path / "ledger.db"))
+    gate = TriggerGate(client, Permissions(client), store, allowed_bots={"renovate[bot]"})
+    assert gate.check(origin("renovate[bot]")).allowed
+    assert not gate.check(origin("dependabot[bot]")).allowed
+    fake.mark_missing_user("nobody")
+    assert "nobody has no access" in gate.check(origin("nobody")).detail
+    with pytest.raises(ValueError, match="RATCHET_TRIGGER_PERMISSION='read'"):
+        TriggerGate(client, Permissions(client), store, role="read")
+    store.close()
+
+
+def test_one_reply_per_person_and_issue_a_minute(fake: FakeGitHub, client: GitHubClient,
+                                                 tmp_path: Path) -> None:
+    store = open_store(str(tmp_path / "ledger.db"))
+    gate = TriggerGate(client, Permissions(client), store)
+    fake.set_permission(OWNER, REPO, "tess", "triage")
+    issue = fake.create_issue(OWNER, REPO, title="t", body="b", author="tess")
+    why = gate.check(origin("tess"))
+    assert gate.refuse(origin("tess"), issue, why)
+    assert not gate.refuse(origin("tess"), issue, why)
+    [reply] = fake.comments(OWNER, REPO, issue)
+    assert reply.body.startswith("@tess: the `ratchet` label starts a Ratchet run only when")
+    store.close()
