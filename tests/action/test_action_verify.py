@@ -248,9 +248,10 @@ def looted(result: Any, loot: Path) -> tuple[str, list[str]]:
     """What the fork's test found (decoded from its log), and every text the job left."""
     bundle = Path(result.outputs["bundle"])
     texts = [p.read_text(errors="replace") for p in bundle.rglob("*") if p.is_file()]
-    found = re.search(r"LOOT (\S+)", "\n".join(texts))
+    # The log itself holds the whole line; a summary or an excerpt may hold a cut copy.
+    found = max(re.findall(r"LOOT ([A-Za-z0-9+/=]+)", "\n".join(texts)), key=len, default="")
     assert found, "the fork's test ran and logged what it found"
-    stolen = base64.b64decode(found.group(1)).decode(errors="replace")
+    stolen = base64.b64decode(found[: len(found) // 4 * 4]).decode(errors="replace")
     if loot.exists():
         texts.append(loot.read_text())
     return stolen, texts
