@@ -31,6 +31,7 @@ from runner.budget import Allowance, Exhaustion, allowance, budget_of
 from runner.canonical import sha256_hex
 from runner.config import RepositoryConfig
 from runner.errors import (
+    AgentUnauthorized,
     AuthorityFailure,
     BudgetExhausted,
     DeterministicFailure,
@@ -170,8 +171,9 @@ def fan_out(inp: StepInput, services: StepServices,
     """Run the planned subagents that have no recorded result; record each as it ends.
 
     Returns every subagent's result. Raises ``BudgetExhausted`` when the budget stopped
-    further launches, ``ProviderUnavailable`` when the model provider refused one for now
-    (no further launch; those without a result run when the step is retried),
+    further launches, ``ProviderUnavailable`` or ``AgentUnauthorized`` when the model
+    provider refused one for now or refused its credentials (no further launch: the others
+    share the provider; those without a result run when the step is retried),
     ``TransientFailure`` when a cancel or a lost lease stopped them (those in flight are ended
     and record nothing), ``StaleWrite`` from a fenced write.
     """
@@ -186,7 +188,7 @@ def fan_out(inp: StepInput, services: StepServices,
     stop = _Stop(services.cancel)
     running: dict[Future[AgentResult], tuple[Subagent, AgentTask]] = {}
     exhaustion: Exhaustion | None = None
-    refused: ProviderUnavailable | None = None  # the provider refused one for now
+    refused: ProviderUnavailable | AgentUnauthorized | None = None  # by the model provider
     with ThreadPoolExecutor(max_workers=concurrency,
                             thread_name_prefix=f"subagents-{run.id}") as pool:
         try:
@@ -208,7 +210,8 @@ def fan_out(inp: StepInput, services: StepServices,
                 for future in sorted(done, key=lambda f: running[f][0].name):
                     subagent, task = running.pop(future)
                     error = future.exception()
-                    if isinstance(error, ProviderUnavailable) and not stop.is_set():
+                    if (isinstance(error, ProviderUnavailable | AgentUnauthorized)
+                            and not stop.is_set()):
                         # Not the subagent's failure: it runs again when the step is retried;
                         # what it spent is recorded now.
                         refused = error
@@ -231,7 +234,7 @@ def fan_out(inp: StepInput, services: StepServices,
     if missing and services.cancel.is_set():
         raise TransientFailure(f"cancelled: subagent(s) {', '.join(missing)} were stopped")
     if missing and refused is not None:
-        raise ProviderUnavailable(
+        raise type(refused)(
             f"research subagent(s) {', '.join(missing)} did not complete: {refused}",
             evidence=refused.evidence)
     if missing and exhaustion is not None:

@@ -94,3 +94,15 @@ def test_claude_is_capped_at_what_the_budget_has_left_and_stopping_there_asks_fo
     assert "the specify agent stopped having spent what the budget had left" in status["reason"]
     [_, specify] = status["usage"]["steps"]
     assert specify["cost_usd"] == pytest.approx(0.06) and specify["outcome"] == "authority"
+
+
+def test_a_refused_key_in_a_subagent_stops_the_run_without_failing_it(tmp_path: Path) -> None:
+    ratchet = claude_ratchet(tmp_path, research_config(["alpha", "beta"]),
+                             AGENT_UNAUTHORIZED="subagent")
+
+    assert ratchet.create().returncode == 1
+    run_id = ratchet.run_id()
+    status = ratchet.status(run_id)
+    assert (status["state"], status["step"]) == ("needs_human", "research.1")
+    assert "did not complete" in status["reason"] and "set ANTHROPIC_API_KEY" in status["reason"]
+    assert not [e for e in ratchet.events(run_id) if e["type"] == "SUBAGENT_FAILED"]
