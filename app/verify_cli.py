@@ -136,16 +136,20 @@ def run_verify(args: argparse.Namespace, sandbox: Sandbox, network: NetworkSetti
 
 
 def run_checks(verification: Verification, sandbox: Sandbox,
-               network: NetworkSettings, allowed_env: Collection[str] = ()) -> EvidenceBundle:
+               network: NetworkSettings, allowed_env: Collection[str] = (), *,
+               untrusted: bool = False) -> EvidenceBundle:
     """Run a planned verification as `ratchet verify` does: checks get PATH and the locale of
     this process's environment, and of what the repository's verify.env asks for, what
     ``allowed_env`` (RATCHET_CHECK_ENV) allows; one progress line on stderr per finished check;
-    the network through an egress proxy (a blocked connection is a line in its check's log)."""
+    the network through an egress proxy (a blocked connection is a line in its check's log).
+    ``untrusted`` code (a pull request's head on ``pull_request_target``) gets no
+    ``verify.env`` variable at all."""
     policy = network.for_checks(verification.config.network) if sandbox.confined else None
     with egress(policy, label="verify") as proxy:
         return verification.run(sandbox, host_env=os.environ, allowed_env=allowed_env,
                                 on_result=_Progress(len(verification.plan.checks)),
-                                network=proxy.endpoint if proxy else None)
+                                network=proxy.endpoint if proxy else None,
+                                untrusted=untrusted)
 
 
 def _error(exc: BaseException) -> int:

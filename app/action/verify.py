@@ -143,8 +143,11 @@ def _verify(env: ActionEnv, settings: Settings, revisions: Revisions,
                           " token may write, and is verified only in the sandbox, but"
                           " RATCHET_SANDBOX=none: remove it from the workflow's env (bubblewrap"
                           " is the default)")
+    # On pull_request_target the head is whoever opened the pull request's: the job holds the
+    # repository's secrets, and its checks get none of them (verify.env grants nothing).
     bundle = run_checks(verification, sandbox, settings.network_settings(),
-                        settings.check_env_names)
+                        settings.check_env_names,
+                        untrusted=env.event_name == "pull_request_target")
     folder = _bundle_dir(env)
     shutil.rmtree(folder, ignore_errors=True)
     return write_bundle(folder, bundle), head

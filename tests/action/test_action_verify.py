@@ -327,3 +327,28 @@ def test_the_config_input_is_refused_on_pull_request_target(scene: Scene) -> Non
     [error] = result.annotations_at("error")
     assert "pull_request_target" in error.message and "config" in error.message
     assert check_calls(scene) == []
+
+
+ENV_CONFIG = ("verify:\n  env: [DEPLOY_KEY]\n  checks:\n"
+              "    - {id: unit, kind: test, run: 'python3 -m unittest -q'}\n")
+SEES_KEY = TEST + ("\n\nclass KeyTest(unittest.TestCase):\n    def test_key(self):\n"
+                   "        import os\n        self.assertIn('DEPLOY_KEY', os.environ)\n")
+
+
+@pytest.mark.parametrize(("event", "fork", "conclusion"), [
+    ("pull_request_target", True, "failure"),  # a fork's head: verify.env grants nothing
+    ("pull_request", False, "success"),  # the repository's own branch: the operator allows it
+])
+def test_verify_env_reaches_a_pull_requests_head_only_off_pull_request_target(
+        open_scene: Any, event: str, fork: bool, conclusion: str) -> None:
+    scene = open_scene({".github/ratchet.yml": ENV_CONFIG, "calc.py": CALC, "test_calc.py": TEST})
+    payload, workspace, head = pull_request(scene, {"test_calc.py": SEES_KEY}, fork=fork)
+    secret = "deploy-secret-" + "4" * 16
+    job = scene.job(event, payload, workspace=workspace,
+                    env={"DEPLOY_KEY": secret, "RATCHET_CHECK_ENV": "DEPLOY_KEY"})
+    result = scene.run(job, mode="verify")
+
+    assert result.outputs["conclusion"] == conclusion, result.stderr + result.stdout
+    [check] = scene.fake.check_runs(OWNER, REPO, head)
+    assert check.conclusion == conclusion
+    assert_no_secret(result, secret)
