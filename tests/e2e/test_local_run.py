@@ -115,7 +115,7 @@ def test_request_changes_sends_feedback_to_the_next_spec(ratchet, tmp_path):
 def test_wrong_hash_is_refused_and_shows_the_current_one(ratchet):
     ratchet.create()
     run_id = ratchet.run_id()
-    refused = ratchet("approve-spec", run_id, "--hash", "deadbeef")
+    refused = ratchet("approve-spec", run_id, "--hash", "deadbeefdeadbeef")  # 12+: compared
     assert refused.returncode == 2
     spec_sha = ratchet.spec_hash(run_id)
     assert spec_sha in refused.stderr and "is not the current spec's hash" in refused.stderr
