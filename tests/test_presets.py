@@ -12,6 +12,7 @@ from runner.agents.command import parse_template, render_argv
 from runner.agents.presets import (
     PHASES,
     PRESETS,
+    codex_endpoint,
     parse_aider,
     parse_claude,
     parse_codex,
@@ -125,3 +126,11 @@ def test_opencode_sums_every_finished_step() -> None:
                                    parse_opencode])
 def test_a_log_without_the_documented_output_gives_an_empty_record(parse) -> None:
     assert parse("Error: could not reach the API\n{\"type\": \"result\"\n") == {}
+
+
+def test_codex_is_pointed_at_its_endpoint_by_config_not_by_variable() -> None:
+    # Codex 0.171 reads OPENAI_BASE_URL no more; the proxy's route reaches it as config.
+    route = "http://127.0.0.1:3128/_ratchet/openai"
+    assert codex_endpoint({"OPENAI_BASE_URL": route}) == (
+        "-c", f'openai_base_url="{route}"')
+    assert codex_endpoint({}) == ()

@@ -255,6 +255,7 @@ class CommandAgent:
         home = fresh_home(task.log_file.parent, self.home_seed, host_home=Path.home())
         try:
             with egress(policy, label=f"run {task.run_id} step {task.step}") as proxy:
+                argv += self._endpoint_args(proxy.endpoint if proxy else None)
                 proc, printed = self._start(argv, task, template, home,
                                             proxy.endpoint if proxy else None,
                                             stdin=reads_stdin(parsed))
@@ -462,6 +463,14 @@ class CommandAgent:
         assert proc.stdout is not None
         printed.follow(proc.stdout)
         return proc, printed
+
+    def _endpoint_args(self, network: Egress | None) -> list[str]:
+        """The preset's options naming its model endpoint as the agent sees it: the proxy's
+        route when it has one, else the runner's variable it was given."""
+        if self.preset is None or self.preset.endpoint_args is None:
+            return []
+        return list(self.preset.endpoint_args(
+            {**self._env, **(network.environment() if network else {})}))
 
     def _phase_env(self, task: AgentTask) -> Mapping[str, str]:
         """The preset's config for the task's phase (a permission config naming the output

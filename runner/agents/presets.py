@@ -49,6 +49,7 @@ from runner.agents.provider import (
 
 UsageParser = Callable[[str], dict[str, Any]]
 PhaseEnv = Callable[[str, Mapping[str, str]], Mapping[str, str]]
+EndpointArgs = Callable[[Mapping[str, str]], tuple[str, ...]]
 
 # The phases a preset has a template for.
 PHASES = ("research", "specify", "implement", "repair", "subagent")
@@ -82,6 +83,9 @@ class Preset:
     # and what the operator sets when the provider refuses its credentials.
     classify: Classifier | None = None
     credentials: str = ""
+    # Options that point it at its model endpoint, from the agent's environment (the proxy's
+    # route inside the sandbox), for a CLI that reads the endpoint from its config only.
+    endpoint_args: EndpointArgs | None = None
 
     @property
     def install_hint(self) -> str:
@@ -330,6 +334,13 @@ def opencode_permissions(phase: str, values: Mapping[str, str]) -> dict[str, str
     return {"OPENCODE_CONFIG_CONTENT": json.dumps({"permission": permission})}
 
 
+def codex_endpoint(env: Mapping[str, str]) -> tuple[str, ...]:
+    """Codex 0.171 ignores OPENAI_BASE_URL: its endpoint is the ``openai_base_url`` config key
+    (a TOML string; https://developers.openai.com/codex/config-reference)."""
+    base = env.get("OPENAI_BASE_URL", "")
+    return ("-c", f"openai_base_url={json.dumps(base)}") if base else ()
+
+
 PRESETS: Mapping[str, Preset] = MappingProxyType({
     "claude": Preset(
         name="claude", program="claude", hosts=("api.anthropic.com",),
@@ -360,6 +371,7 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
         env=("OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY"),
         last_message=CODEX_LAST_MESSAGE,
         classify=classify_codex,
+        endpoint_args=codex_endpoint,
         credentials="set OPENAI_API_KEY (or CODEX_API_KEY) in the runner's environment, or"
                     " give the agents a login with RATCHET_AGENT_HOME_SEED=~/.codex",
     ),

@@ -5,13 +5,15 @@ when its pinned CLI is not in the cache (``clis.py``)."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.agents.clis import CLIS, Cli
+from tests.agents.clis import CLIS, Cli, cache
 from tests.e2e.harness import Ratchet, make_target_repo
 from tests.fakes.modelapi import ModelServer, Script
 
@@ -67,7 +69,16 @@ def model() -> Iterator[ModelServer]:
 
 
 @pytest.fixture
-def agent_ratchet(tmp_path: Path, model: ModelServer) -> MakeRatchet:
+def outside_tmp() -> Iterator[Path]:
+    """A folder for the Ratchet home outside /tmp, as in service: Codex refuses to make its
+    sandbox helper under the temporary folder, where the tests' homes would be."""
+    folder = Path(tempfile.mkdtemp(prefix="home-", dir=cache().parent))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def agent_ratchet(tmp_path: Path, model: ModelServer, outside_tmp: Path) -> MakeRatchet:
     """A Ratchet home and a target repository whose agent is ``preset``'s real CLI, pointed
     at ``model``."""
 
@@ -75,8 +86,8 @@ def agent_ratchet(tmp_path: Path, model: ModelServer) -> MakeRatchet:
              env: dict[str, str] | None = None) -> AgentRatchet:
         cli = installed(preset)
         repo = make_target_repo(tmp_path / "repo", **({"config": config} if config else {}))
-        return AgentRatchet(home=tmp_path / "home", repo=repo, env=dict(env or {}), cli=cli,
-                            model=model, lease_seconds=30.0)
+        return AgentRatchet(home=outside_tmp / "home", repo=repo, env=dict(env or {}),
+                            cli=cli, model=model, lease_seconds=30.0)
 
     return make
 

@@ -58,6 +58,7 @@ class Recorded:
     user_agent: str
     input_tokens: int = 0  # the usage the answer reported
     output_tokens: int = 0
+    tool_output: str = ""  # what the CLI's tool answered to the previous turn's call
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,8 @@ class _Handler(BaseHTTPRequestHandler):
             headers={name: self.headers[name] for name in _KEY_HEADERS if name in self.headers},
             size=len(raw), phase=phase, turn=turn, status=status,
             user_agent=self.headers.get("user-agent", ""),
-            input_tokens=usage["input"], output_tokens=usage["output"]))
+            input_tokens=usage["input"], output_tokens=usage["output"],
+            tool_output=_last_tool_output(api, body)))
 
     # --- reading -------------------------------------------------------------------------
 
@@ -279,6 +281,27 @@ def _calls_made(api: str, body: dict[str, Any]) -> int:
         return sum(len(message.get("tool_calls") or []) for message in body.get("messages") or []
                    if isinstance(message, dict) and message.get("role") == "assistant")
     return 0
+
+
+def _last_tool_output(api: str, body: dict[str, Any]) -> str:
+    """The text of the conversation's last tool result (Anthropic ``tool_result``, Responses
+    ``function_call_output``/``custom_tool_call_output``, Chat ``tool`` message)."""
+    found: object = ""
+    if api == "anthropic":
+        for message in body.get("messages") or []:
+            if isinstance(message, dict) and isinstance(message.get("content"), list):
+                for block in message["content"]:
+                    if isinstance(block, dict) and block.get("type") == "tool_result":
+                        found = block.get("content")
+    elif api == "responses":
+        for item in body.get("input") or []:
+            if isinstance(item, dict) and str(item.get("type", "")).endswith("_output"):
+                found = item.get("output")
+    elif api == "chat":
+        for message in body.get("messages") or []:
+            if isinstance(message, dict) and message.get("role") == "tool":
+                found = message.get("content")
+    return "\n".join(_strings(found))
 
 
 def _tools(api: str, body: dict[str, Any]) -> list[_Tool]:
