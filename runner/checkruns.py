@@ -113,7 +113,8 @@ def render_check_run(payload: Mapping[str, Any], words: Vocabulary, *,
         title, summary = render_title(report), render_summary(report)
         if payload.get("diff"):
             asked, request = render_diff_request(payload, words)
-            if payload.get("conclusion") == "action_required":
+            if payload.get("conclusion") == "action_required" or payload["diff"].get(
+                    "approved"):
                 title = asked
             summary = f"{request}\n\n{summary}"
         shown = CheckRunText(title, fit(summary, limit), render_failures(report, limit=limit),

@@ -259,6 +259,10 @@ def render_diff_request(payload: Mapping[str, Any], words: Vocabulary) -> tuple[
     shown = ", ".join(f"`{_printable(p)}`" for p in paths[:20])
     more = f" and {len(paths) - 20} more" if len(paths) > 20 else ""
     lines = []
+    if diff.get("approved"):
+        lines.append(f"Approved: this exact diff (sha256 `{sha}`), touching {shown or 'no'}"
+                     f" protected paths{more}, was approved by someone with write access.")
+        return "Verified; diff approved", "\n\n".join(lines)
     if paths:
         lines.append(f"This change touches protected paths: {shown}{more}. It is not published"
                      " as ready until someone with write access approves this exact diff.")

@@ -73,7 +73,8 @@ _REVIEW = frozenset({EffectKind.PUSH, EffectKind.PULL_REQUEST, EffectKind.CHECK_
 # The capability profile of every state that runs a step. The runner (never the agent) decides
 # the effects: specify opens the spec's review (branch, draft pull request, spec check run),
 # verify pushes the candidate and its evidence, publish marks the pull request ready (and, when
-# the candidate waited on the review ref, pushes it to the branch).
+# the candidate waited on the review ref for its diff's approval, pushes it to the branch and
+# marks its check run approved).
 PROFILES: dict[State, Capability] = {
     State.QUEUED: Capability(agent=False, modify_worktree=False),
     State.RESEARCH: Capability(agent=True, modify_worktree=False),
@@ -86,7 +87,7 @@ PROFILES: dict[State, Capability] = {
     ),
     State.PUBLISH: Capability(
         agent=False, modify_worktree=False,
-        effects=frozenset({EffectKind.PUSH, EffectKind.PULL_REQUEST}),
+        effects=frozenset({EffectKind.PUSH, EffectKind.PULL_REQUEST, EffectKind.CHECK_RUN}),
     ),
 }
 # Effects any transition may decide: the tracking comment, and answers to signals.

@@ -1,4 +1,5 @@
-"""Actions from a run's page: approve the spec, request changes, retry, verify again, cancel.
+"""Actions from a run's page: approve the spec or a verified diff, request changes, retry,
+verify again, cancel.
 
 Each is recorded as a signal in the run's inbox, as a command in a comment would be, and the
 run is woken; the worker that takes it up answers the signal (and may still refuse it, saying
@@ -26,17 +27,18 @@ from app.dashboard.sessions import CSRF_FIELD, csrf_valid
 from runner.intake import send_signal
 from runner.ledger.records import NewSignal
 from runner.names import GITHUB_ORIGIN, LOCAL_ORIGIN, VERBS, SignalKind
-from runner.signal_payloads import Approve, RequestChanges, SignalPayload
+from runner.signal_payloads import Approve, ApproveDiff, RequestChanges, SignalPayload
 
 log = logging.getLogger(__name__)
 
 # The kinds a run's page offers, each as a form posted to ``/runs/<run>/<verb>`` (VERBS).
-OFFERED = frozenset({SignalKind.APPROVE, SignalKind.REQUEST_CHANGES, SignalKind.RETRY,
-                     SignalKind.VERIFY_AGAIN, SignalKind.CANCEL})
+OFFERED = frozenset({SignalKind.APPROVE, SignalKind.APPROVE_DIFF, SignalKind.REQUEST_CHANGES,
+                     SignalKind.RETRY, SignalKind.VERIFY_AGAIN, SignalKind.CANCEL})
 MAX_MESSAGE = 20_000  # characters of a change request (a comment allows 65,536)
 MAX_FORM_BYTES = 64 * 1024
 _NONCE = re.compile(r"[0-9a-f]{16,64}")
 _HASH = re.compile(r"[0-9a-f]{6,64}")
+_DIFF = re.compile(r"[0-9a-f]{64}")
 
 
 class Actions:
@@ -97,6 +99,11 @@ def _payload(kind: SignalKind, form: FormData) -> SignalPayload:
         if not _HASH.fullmatch(sha):
             raise PageError(400, "an approval names the spec it approves: its sha256")
         return Approve(hash=sha)
+    if kind is SignalKind.APPROVE_DIFF:
+        sha = str(form.get("sha256") or "").strip().lower()
+        if not _DIFF.fullmatch(sha):
+            raise PageError(400, "an approval names the diff it approves: its sha256")
+        return ApproveDiff(hash=sha)
     if kind is SignalKind.REQUEST_CHANGES:
         message = str(form.get("message") or "").strip()
         if not message:

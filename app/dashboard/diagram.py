@@ -20,11 +20,13 @@ from runner.workflow import RESUMES, STOPS, TRANSITIONS, State
 NODE_W, NODE_H = 126, 36  # a state's box, in SVG units
 COL_STEP, ROW_STEP = 140, 84  # distance between columns and between rows
 MARGIN_X, MARGIN_TOP, MARGIN_BOTTOM = 12, 46, 14  # the top margin holds the arcs going back
-# Where each state sits: (column, row). The main line, repair under verify, the stops below.
+# Where each state sits: (column, row). The main line, repair under verify, the diff's approval
+# under publish, the stops below.
 LAYOUT: dict[State, tuple[int, int]] = {
     State.QUEUED: (0, 0), State.RESEARCH: (1, 0), State.SPECIFY: (2, 0),
     State.AWAITING_APPROVAL: (3, 0), State.IMPLEMENT: (4, 0), State.VERIFY: (5, 0),
     State.PUBLISH: (6, 0), State.DONE: (7, 0), State.REPAIR: (5, 1),
+    State.AWAITING_DIFF_APPROVAL: (6, 1),
     State.FAILED: (2, 2), State.NEEDS_HUMAN: (4, 2), State.CANCELLED: (6, 2),
 }
 ESCAPES = frozenset({State.FAILED, State.NEEDS_HUMAN, State.CANCELLED})

@@ -17,6 +17,7 @@ from app.dashboard.access import repo_slug
 from runner.ledger.records import Checkpoint, Effect, Event, Run
 from runner.names import EffectKind, EventType, StepId
 from runner.signals import has_tree
+from runner.views import diff_in_reason
 from runner.workflow import State, is_end, is_stopped
 
 # How much of a log the run page shows inline (the whole log is one click away).
@@ -291,6 +292,8 @@ def actions(run: Run, *, spec_sha256: str | None, completed_steps: Sequence[str]
     waiting = run.state is State.AWAITING_APPROVAL
     return {
         "approve": can_write and waiting and spec_sha256 is not None,
+        "approve_diff": (can_write and run.state is State.AWAITING_DIFF_APPROVAL
+                         and diff_in_reason(run.reason) is not None),
         "request_changes": can_write and waiting and spec_sha256 is not None,
         "retry": can_write and is_stopped(run.state),
         "verify_again": can_write and is_stopped(run.state) and has_tree(completed_steps),

@@ -24,7 +24,7 @@ from runner.render import say_next_action
 from runner.workflow import State
 
 PLAIN_TEXT = "text/plain; charset=utf-8"  # never HTML: a log is shown, not interpreted
-ACTIONS = ("approve", "request_changes", "retry", "verify_again", "cancel")
+ACTIONS = ("approve", "approve_diff", "request_changes", "retry", "verify_again", "cancel")
 
 
 class Pages:

@@ -279,6 +279,34 @@ def test_verify_again_is_offered_only_to_a_stopped_run_with_a_tree(store, client
     assert woken == ["r-stop"]
 
 
+def test_a_verified_diff_is_approved_from_the_page_by_its_full_hash(store, client, woken):
+    diff = "d1" * 32
+    run = store.create_run(NewRun(id="r-diff", repo="/srv/calc", title="Protected"), now=T0)
+    w = Writer(store, run, owner="host-a:101", at=T0)
+    for state, step in ((State.RESEARCH, "research.1"), (State.SPECIFY, "specify.1"),
+                        (State.AWAITING_APPROVAL, "awaiting_approval.1"),
+                        (State.IMPLEMENT, "implement.1"), (State.VERIFY, "verify.1")):
+        w.move(state, step)
+    w.move(State.AWAITING_DIFF_APPROVAL, "awaiting_diff_approval.1",
+           reason=f"the diff sha256 {diff} waits for a writer's approval: it touches"
+                  " protected paths (<b>CLAUDE.md</b>)")
+    store.release_lease(w.lease)
+
+    page = client.get("/runs/r-diff").text
+    assert f"Approve diff {diff[:12]}" in page and "<b>CLAUDE.md</b>" not in page
+    form = _form(page, "approve-diff")
+    assert form["sha256"] == diff
+    bad = client.post("/runs/r-diff/approve-diff", data={**form, "sha256": diff[:12]},
+                      headers={"Origin": LOCAL_HOST})
+    assert bad.status_code == 400 and store.signals("r-diff") == []
+    sent = client.post("/runs/r-diff/approve-diff", data=form, follow_redirects=False,
+                       headers={"Origin": LOCAL_HOST})
+    assert sent.status_code == 303
+    [signal] = store.signals("r-diff")
+    assert (signal.kind, signal.author) == (SignalKind.APPROVE_DIFF, "root")
+    assert signal.payload.to_stored() == {"hash": diff} and woken == ["r-diff"]
+
+
 def test_a_post_from_another_site_is_refused(store, client):
     waiting_run(store, "r-wait")
     form = _form(client.get("/runs/r-wait").text, "approve")

@@ -144,6 +144,10 @@ def test_a_protected_path_change_is_not_ready_until_a_writer_approves_its_diff(
     pull = scene.fake.pull(OWNER, REPO, number)
     assert pull.draft is False and pull.head_sha == passed.head_sha  # the approved commit
     assert updates(scene, f"refs/heads/{BRANCH}") == 2  # the spec's commit, then that one
+    # Its check run no longer asks: it says the diff was approved.
+    approved = scene.wait_for("the approved check run", lambda: [
+        c for c in verify_checks(scene) if c.id == passed.id and c.conclusion == "success"])
+    assert current in (approved[0].output_summary or "")
     assert scene.fake.validation_failures == [] and scene.fake.unknown_calls == []
 
 

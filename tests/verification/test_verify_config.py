@@ -125,7 +125,7 @@ def test_a_file_that_is_not_a_mapping_lists_every_section() -> None:
     error = error_for("just text\n")
     assert error.problem == (
         "the file must be a mapping with sections trigger_label, verify, repair, limits, approval,"
-        " budget, agent, research")
+        " budget, agent, research, publish")
 
 
 def test_duplicate_workspaces_are_refused() -> None:
