@@ -141,6 +141,9 @@ def test_opencode(error: dict[str, object], trouble: Trouble | None) -> None:
     log = json.dumps({"type": "error", "timestamp": 1, "sessionID": "ses_1", "error": error})
     verdict = classify_opencode(log + "\n")
     assert (verdict.trouble if verdict else None) is trouble
+    event = {"type": "session.error", "properties": {"sessionID": "ses_1", "error": error}}
+    verdict = classify_opencode(json.dumps(event) + "\n")
+    assert (verdict.trouble if verdict else None) is trouble
 
 
 @pytest.mark.parametrize(("log", "trouble"), [

@@ -200,15 +200,18 @@ _REFUSED_FOR_NOW = re.compile(
 
 
 def classify_opencode(text: str) -> ProviderError | None:
-    """opencode (``run --format json``): its last ``error`` event (``ProviderAuthError``, or
-    an ``APIError`` with ``statusCode`` and ``isRetryable``), else its error lines."""
+    """opencode (``run --format json``): its last ``error`` event (or the server's
+    ``session.error``): a ``ProviderAuthError``, or an ``APIError`` with ``statusCode`` and
+    ``isRetryable``; else its error lines."""
     error: dict[str, Any] | None = None
     for value in _json_lines(text):
-        if value.get("type") == "error" and isinstance(value.get("error"), dict):
-            error = value["error"]
+        found = (value.get("properties") or {}) if value.get("type") == "session.error" else value
+        if value.get("type") in {"error", "session.error"} and isinstance(
+                found.get("error"), dict):
+            error = found["error"]
     if error is not None:
         name = str(error.get("name") or "")
-        data = error.get("data") if isinstance(error.get("data"), dict) else {}
+        data = error.get("data") if isinstance(error.get("data"), dict) else error
         message = _clip(str(data.get("message") or name))
         status = data.get("statusCode")
         if name == "ProviderAuthError":
