@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test test-fast test-agents agent-clis lint bench clean system-deps browser-deps
+.PHONY: run test test-fast test-agents try-agent agent-clis lint bench clean system-deps browser-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,12 @@ agent-clis: $(VENV)/.installed-dev
 # (tests/fakes/modelapi/). `make test` runs these too; `make test-fast` leaves them out.
 test-agents: $(VENV)/.installed-dev system-deps agent-clis
 	$(BIN)/python -m pytest -m agents tests/agents $(PYTEST_ARGS)
+
+# One preset end to end with the CLI on your PATH (and your RATCHET_SANDBOX_RO), against the
+# scripted model API: what it lacks on this host shows here, not on a real issue.
+# `make try-agent AGENT=claude`.
+try-agent: $(VENV)/.installed-dev system-deps
+	RATCHET_AGENTS_FROM_PATH=1 $(BIN)/python -m pytest -m agents -x tests/agents/test_$(AGENT).py $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

@@ -1,6 +1,10 @@
 """Real agent CLIs against the scripted model API: every test here is marked ``agents``
 (``make test-agents``; ``make test-fast`` leaves them out) and skips, saying how to install,
-when its pinned CLI is not in the cache (``clis.py``)."""
+when its pinned CLI is not in the cache (``clis.py``).
+
+``RATCHET_AGENTS_FROM_PATH=1`` (``make try-agent AGENT=claude``) runs the CLI found on PATH
+instead, shown to the sandbox by the operator's own ``RATCHET_SANDBOX_RO``: an operator learns
+what the preset still lacks on this host before a real issue fails."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.clis import CLIS, Cli, cache
+from tests.agents.clis import CLIS, cache
 from tests.e2e.harness import Ratchet, make_target_repo
 from tests.fakes.modelapi import ModelServer, Script
 
@@ -28,19 +32,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.agents)
 
 
-def installed(preset: str) -> Cli:
-    """The pinned CLI for ``preset``; skips the test when it is not installed."""
+@dataclass(frozen=True)
+class Installed:
+    """Where a preset's CLI is: the folder for PATH and what the sandbox must show
+    (RATCHET_SANDBOX_RO)."""
+
+    preset: str
+    bin: Path
+    readable: str
+
+
+def installed(preset: str) -> Installed:
+    """The pinned CLI for ``preset`` (or the one on PATH, RATCHET_AGENTS_FROM_PATH); skips the
+    test when there is none."""
     cli = CLIS[preset]
+    if os.environ.get("RATCHET_AGENTS_FROM_PATH"):
+        program = shutil.which(cli.program)
+        if program is None:
+            pytest.skip(f"{cli.program} is not on PATH (RATCHET_AGENTS_FROM_PATH)")
+        return Installed(preset, Path(program).parent, os.environ.get("RATCHET_SANDBOX_RO", ""))
     if not cli.installed:
         pytest.skip(cli.skip_reason())
-    return cli
+    return Installed(preset, cli.bin, str(cli.folder))
 
 
 @dataclass
 class AgentRatchet(Ratchet):
     """The harness's Ratchet with a preset instead of the scripted agent command."""
 
-    cli: Cli | None = None
+    cli: Installed | None = None
     model: ModelServer | None = None
 
     def environ(self, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -53,7 +73,7 @@ class AgentRatchet(Ratchet):
             "RATCHET_AGENT": self.cli.preset,
             "PATH": f"{self.cli.bin}{os.pathsep}{env['PATH']}",
             # The CLI's installation is a toolchain the sandbox shows read-only.
-            "RATCHET_SANDBOX_RO": str(self.cli.folder),
+            "RATCHET_SANDBOX_RO": self.cli.readable,
             "ANTHROPIC_BASE_URL" if self.cli.preset == "claude" else "OPENAI_BASE_URL": base,
             **self.env, **(extra or {}),
         }

@@ -102,3 +102,19 @@ def test_the_first_requests_fail_with_the_chosen_status_then_the_script_goes_on(
     assert [a.status_code for a in answers] == [529, 529, 200]
     assert answers[0].json()["error"]["type"] == "overloaded_error"
     assert [r.status for r in model.requests] == [529, 529, 200]
+
+
+def test_a_hung_stream_stops_mid_answer_and_holds_the_connection() -> None:
+    script = Script(switches=Switches(hang_phase="research"))
+    received = []
+    request = {"stream": True, "messages": [{"role": "user", "content": PROMPT}]}
+    with ModelServer(script) as model, httpx.stream(
+            "POST", f"{model.url}/v1/messages", timeout=httpx.Timeout(5, read=1),
+            json=request) as answer:
+        try:
+            for line in answer.iter_lines():
+                received.append(line)
+        except httpx.ReadTimeout:
+            received.append("(still open)")
+    assert received[0] == "event: message_start" and received[-1] == "(still open)"
+    assert not any("message_stop" in line for line in received)
