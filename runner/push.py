@@ -32,6 +32,9 @@ from runner.worktrees import NO_ACCESS, GitCommandFailed, PushRejected, RemoteAc
 
 # What git prints for a ref the remote refused by rule (a protected branch, a pre-receive hook).
 REMOTE_REJECTED = b"[remote rejected]"
+# What GitHub says when an App without the `workflows` permission pushes a workflow change (to
+# any ref, the review ref of a protected change included).
+WORKFLOWS_PERMISSION = b"without `workflows` permission"
 
 
 def replay_push(
@@ -83,6 +86,13 @@ def classify_push_failure(
     output = f"{exc.stdout.decode(errors='replace')}\n{exc.stderr}"  # stderr is text already
     said = redact(output).strip()[-500:]
     evidence = {"branch": branch, "git": said}
+    if WORKFLOWS_PERMISSION in exc.stdout:
+        return AuthorityFailure(
+            f"the remote refused the push of {branch}: the change edits .github/workflows and"
+            " the GitHub App lacks the workflows permission; grant it Workflows: write (and"
+            " accept it on the installation) to let agents edit workflows, or cancel the run",
+            evidence=evidence,
+        )
     if REMOTE_REJECTED in exc.stdout:
         return AuthorityFailure(
             f"the remote refused the push of {branch} ({said}); a branch rule or hook protects"

@@ -3,19 +3,26 @@ approval names, who may approve what, and the change that records the approval."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from github.commands import CommandError, parse_command
+from plumbing.git import GitError
 from runner import inbox
 from runner.config import parse_repository_config
+from runner.effects import EffectRequest
+from runner.errors import AuthorityFailure
 from runner.ledger.records import Checkpoint, Run, Signal
-from runner.names import EventType, SignalKind, SignalStatus
+from runner.names import EffectKind, EventType, SignalKind, SignalStatus
 from runner.origin import LocalOrigin
 from runner.protected import diff_sha256, matches_diff, protected_paths, review_ref
+from runner.push import classify_push_failure
 from runner.results import approved_diff, diff_to_approve, pushed_head
 from runner.signal_payloads import ApproveDiff, read_payload
 from runner.signals import Authorization, Refusal, decide_signal
 from runner.workflow import Outcome, State
+from runner.worktrees import GitCommandFailed
 from verification.config import ConfigError
 
 NOW = 1_000_000.0
@@ -131,3 +138,15 @@ def test_approve_diff_is_a_command_with_its_hash() -> None:
     assert command.payload() == ApproveDiff(hash=DIFF)
     with pytest.raises(CommandError, match="diff's hash"):
         parse_command("/ratchet approve-diff")
+
+
+def test_a_workflow_push_github_refuses_for_the_apps_permission_says_which() -> None:
+    refused = b" ! [remote rejected] c1 -> refs/ratchet/review/r1 (refusing to allow a GitHub" \
+              b" App to create or update workflow `.github/workflows/ci.yml` without" \
+              b" `workflows` permission)\n"
+    request = EffectRequest("r1:verify.1:push", "r1", "verify.1", EffectKind.PUSH,
+                            {"branch": "refs/ratchet/review/r1"})
+    failure = classify_push_failure(request, GitCommandFailed(
+        GitError(("push",), Path("."), 1, stdout=refused)))
+    assert isinstance(failure, AuthorityFailure)
+    assert "Workflows: write" in str(failure) and "refs/ratchet/review/r1" in str(failure)
