@@ -82,6 +82,14 @@ def diff_hash(text: str) -> str:
     return found.group(1)
 
 
+def finished(scene: AppScene, number: int) -> None:
+    """Wait until the run is done and GitHub shows it: the pull request is ready (its effects
+    are sent after the transition to done is committed)."""
+    scene.wait_for("the ready pull request", lambda: (
+        (scene.run_state() or {}).get("state") == "done"
+        and scene.fake.pull(OWNER, REPO, number).draft is False))
+
+
 def refs(scene: AppScene) -> dict[str, str]:
     """Every ref of the repository on the git server, by name."""
     bare = scene.root / "git" / OWNER / f"{REPO}.git"
@@ -140,7 +148,7 @@ def test_a_protected_path_change_is_not_ready_until_a_writer_approves_its_diff(
     assert scene.deliver("check_run", scene.check_run_event(
         passed.id, "requested_action", sender=WRITER,
         identifier="approve-diff")).status_code == 202
-    scene.wait_for("the run's end", lambda: (scene.run_state() or {}).get("state") == "done")
+    finished(scene, number)
     pull = scene.fake.pull(OWNER, REPO, number)
     assert pull.draft is False and pull.head_sha == passed.head_sha  # the approved commit
     assert updates(scene, f"refs/heads/{BRANCH}") == 2  # the spec's commit, then that one
@@ -173,7 +181,7 @@ def test_review_before_push_keeps_agent_code_off_every_branch_until_the_diff_is_
     assert scene.fake.pull(OWNER, REPO, number).draft is True
 
     scene.command(number, f"/ratchet approve-diff {current.group(1)[:12]}", author=WRITER)
-    scene.wait_for("the run's end", lambda: (scene.run_state() or {}).get("state") == "done")
+    finished(scene, number)
     # Pushed once, the approved commit itself; the pull request is ready.
     assert refs(scene)[f"refs/heads/{BRANCH}"] == candidate
     assert updates(scene, f"refs/heads/{BRANCH}") == 2
