@@ -36,6 +36,8 @@ CLAUDE = ["claude", "-p", "--output-format", "stream-json", "--verbose",
 CODEX = ["codex", "exec", "--json", "--output-last-message",
          f"{OUTPUT_DIR}/codex.last-message.md", "--sandbox", "workspace-write", "--add-dir",
          OUTPUT_DIR, "-"]
+# Codex's subagents run without its own sandbox (Ratchet's binds their worktree read-only).
+CODEX_SUBAGENT = [*CODEX[:5], "--dangerously-bypass-approvals-and-sandbox", "-"]
 EXPECTED = {
     "claude": (
         [*CLAUDE, "--permission-mode", "dontAsk", "--allowedTools",
@@ -65,6 +67,8 @@ def test_each_preset_runs_its_documented_command_per_phase(name: str, phase: str
     chosen = preset(name)
     argv = render_argv(parse_template(chosen.templates[phase]), {**VALUES, "phase": phase})
     read_only, modifying = EXPECTED[name]
+    if (name, phase) == ("codex", "subagent"):
+        read_only = CODEX_SUBAGENT
     assert argv == (read_only if phase in {"research", "specify", "subagent"} else modifying)
     assert argv[0] == chosen.program
     assert chosen.install in chosen.install_hint and "--agent-command" in chosen.install_hint

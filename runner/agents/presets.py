@@ -304,10 +304,15 @@ _CLAUDE = ("claude -p --output-format stream-json --verbose --include-partial-me
 # (``Preset.last_message``): it must never overwrite what the model wrote. Codex's read-only
 # sandbox cannot write the output, a plan or a note, so every phase runs workspace-write with
 # the output folder added as a writable root; the runner refuses worktree changes after a
-# read-only phase (and a subagent's worktree is bound read-only by the sandbox).
+# read-only phase. Codex's own sandbox (a bubblewrap it ships) nests in Ratchet's, except for
+# a subagent: its worktree is bound read-only by Ratchet's sandbox, where Codex 0.171 cannot
+# make the mount points it protects (``.agents``, ``.codex``), so every command failed.
+# Subagents run with Codex's sandbox off: Ratchet's already lets them write only the output
+# folder.
 CODEX_LAST_MESSAGE = "codex.last-message.md"
-_CODEX = ("codex exec --json --output-last-message {output_dir}/" + CODEX_LAST_MESSAGE
-          + " --sandbox workspace-write --add-dir {output_dir} -")
+_CODEX_EXEC = "codex exec --json --output-last-message {output_dir}/" + CODEX_LAST_MESSAGE
+_CODEX = _CODEX_EXEC + " --sandbox workspace-write --add-dir {output_dir} -"
+_CODEX_SUBAGENT = _CODEX_EXEC + " --dangerously-bypass-approvals-and-sandbox -"
 # aider: message-file mode, no commits, its history files kept out of the worktree. It has no
 # read-only mode: a read-only phase relies on the runner's check after the step.
 _AIDER = (
@@ -364,7 +369,7 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
     ),
     "codex": Preset(
         name="codex", program="codex", hosts=("api.openai.com",),
-        templates=_same(_CODEX),
+        templates=MappingProxyType({**_same(_CODEX), "subagent": _CODEX_SUBAGENT}),
         parse_usage=parse_codex,
         install="npm install -g @openai/codex",
         docs="https://developers.openai.com/codex/noninteractive",

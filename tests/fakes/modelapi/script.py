@@ -99,6 +99,7 @@ class Switches:
     fail_status: int = 529
     hang_phase: str = ""
     text_chunks: int = 1  # the final text split into this many deltas (with delay_s between)
+    cached_share: float = 0.0  # of each answer's input tokens, reported as cached (Responses)
 
 
 @dataclass

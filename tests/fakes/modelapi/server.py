@@ -58,6 +58,7 @@ class Recorded:
     user_agent: str
     input_tokens: int = 0  # the usage the answer reported
     output_tokens: int = 0
+    cached_tokens: int = 0  # of input_tokens, reported as cached (OpenAI Responses)
     tool_output: str = ""  # what the CLI's tool answered to the previous turn's call
 
 
@@ -148,7 +149,7 @@ class _Handler(BaseHTTPRequestHandler):
         phase = found[0] if found else None
         turn = _calls_made(api, body)
         status = 200
-        usage = {"input": 0, "output": 0}
+        usage = {"input": 0, "output": 0, "cached": 0}
         if api == "count_tokens":
             self._json(200, {"input_tokens": max(1, len(raw) // 4)})
         elif api == "other":
@@ -167,6 +168,7 @@ class _Handler(BaseHTTPRequestHandler):
             size=len(raw), phase=phase, turn=turn, status=status,
             user_agent=self.headers.get("user-agent", ""),
             input_tokens=usage["input"], output_tokens=usage["output"],
+            cached_tokens=usage["cached"],
             tool_output=_last_tool_output(api, body)))
 
     # --- reading -------------------------------------------------------------------------
@@ -201,6 +203,7 @@ class _Handler(BaseHTTPRequestHandler):
                     final = f"The prompt names no path for {missing}: nothing written."
         call = _call(action, _tools(api, body)) if action else None
         usage = {"input": max(1, size // 4), "output": 20 + len(final) // 4}
+        usage["cached"] = int(usage["input"] * self.model.script.switches.cached_share)
         hang = phase is not None and phase == self.model.script.switches.hang_phase
         events = {"anthropic": _anthropic, "responses": _responses, "chat": _chat}[api](
             body, call, final, usage, self.model.script.switches.text_chunks)
@@ -424,7 +427,8 @@ def _anthropic(body: dict[str, Any], call: _Call | None, final: str, usage: dict
 
 
 def _responses_usage(usage: dict[str, int]) -> dict[str, Any]:
-    return {"input_tokens": usage["input"], "input_tokens_details": {"cached_tokens": 0},
+    return {"input_tokens": usage["input"],
+            "input_tokens_details": {"cached_tokens": usage["cached"]},
             "output_tokens": usage["output"], "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": usage["input"] + usage["output"]}
 
