@@ -104,3 +104,19 @@ def test_a_200_kib_prompt_reaches_the_model(agent_ratchet: MakeRatchet,
     assert created.returncode == 0, created.stderr
     assert ratchet.status(ratchet.run_id())["state"] == "awaiting_approval"
     assert min(r.size for r in model.phase_requests("research")) > 200 * 1024
+
+
+def test_a_refused_key_stops_the_run_at_once_naming_the_variable(
+        agent_ratchet: MakeRatchet, model: ModelServer) -> None:
+    # Claude Code retries a 401 ten times over about three minutes on its own; the operator's
+    # CLAUDE_CODE_MAX_RETRIES (an agent variable) shortens that here.
+    model.script.switches.fail_first = 1000
+    model.script.switches.fail_status = 401
+    ratchet = agent_ratchet("claude", env={"CLAUDE_CODE_MAX_RETRIES": "1",
+                                           "RATCHET_AGENT_ENV": "CLAUDE_CODE_MAX_RETRIES"})
+    created = ratchet.create()
+    assert created.returncode != 0
+    status = ratchet.status(ratchet.run_id())
+    assert "ANTHROPIC_API_KEY" in status["reason"], status["reason"]
+    # One session, its own two tries; the runner did not retry the step.
+    assert [r.status for r in model.requests] == [401, 401]
