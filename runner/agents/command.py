@@ -479,7 +479,8 @@ class CommandAgent:
             return {}
         return self.preset.phase_env(task.phase, {
             "output": str(task.output), "output_dir": str(task.output_dir),
-            "prompt_file": str(task.prompt_file), "phase": task.phase})
+            "prompt_file": str(task.prompt_file), "phase": task.phase,
+            "worktree": str(task.worktree)})
 
     def _hint(self, exc: OSError) -> str:
         """What to do about an agent that could not start: a preset's install hint when its

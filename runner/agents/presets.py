@@ -33,6 +33,7 @@ not the documented shape is skipped, and a log without it gives an empty record.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -323,20 +324,34 @@ _AIDER = (
 )
 
 
-def opencode_permissions(phase: str, values: Mapping[str, str]) -> dict[str, str]:
-    """opencode's permission config for ``phase`` (OPENCODE_CONFIG_CONTENT,
-    https://opencode.ai/docs/permissions/): in ``opencode run`` whatever would ask is
-    rejected, so writes to the output folder (outside its project) are allowed outright. A
-    read-only phase may edit only there and runs no shell; the sandbox bounds what any path
-    rule can reach."""
+def opencode_config(phase: str, values: Mapping[str, str]) -> dict[str, str]:
+    """opencode's config for ``phase``: its permission rules (OPENCODE_CONFIG_CONTENT,
+    https://opencode.ai/docs/permissions/) and the switches that keep it off the network
+    beyond its model API.
+
+    ``opencode run`` rejects whatever would ask, and a write outside its project asks
+    (``external_directory``), so the output folder is allowed outright. opencode has no
+    read-only mode: a read-only phase may edit only the output folder and runs no shell. Edit
+    rules match the path relative to the project (1.18.33; the documentation's examples are
+    all relative), so the folder is named both ways. The sandbox bounds what any rule can
+    reach; the runner still checks the worktree after the step."""
     output_dir = values["output_dir"]
+    relative = os.path.relpath(output_dir, values["worktree"])
     read_only = phase in READ_ONLY_PHASES
     permission = {
-        "edit": {"*": "deny" if read_only else "allow", f"{output_dir}/**": "allow"},
+        "edit": {"*": "deny" if read_only else "allow", f"{relative}/*": "allow",
+                 f"{output_dir}/*": "allow"},
         "bash": "deny" if read_only else "allow",
-        "external_directory": {"*": "allow"},
+        "external_directory": {"*": "deny", f"{output_dir}/*": "allow"},
     }
-    return {"OPENCODE_CONFIG_CONTENT": json.dumps({"permission": permission})}
+    return {
+        "OPENCODE_CONFIG_CONTENT": json.dumps({"permission": permission}),
+        # Its default plugins install from npm and its model list comes from models.dev at
+        # start (a snapshot ships with it): hosts the sandbox refuses anyway.
+        "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    }
 
 
 def codex_endpoint(env: Mapping[str, str]) -> tuple[str, ...]:
@@ -416,7 +431,7 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
         docs="https://opencode.ai/docs/cli/",
         # https://opencode.ai/docs/providers/
         env=("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY"),
-        phase_env=opencode_permissions,
+        phase_env=opencode_config,
         classify=classify_opencode,
         credentials="set its provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...) in the"
                     " runner's environment, or seed a login with"

@@ -52,4 +52,6 @@ def cache() -> Path:
 CLIS = {cli.preset: cli for cli in (
     Cli("claude", "npm", "@anthropic-ai/claude-code", "2.1.332", "claude"),
     Cli("codex", "npm", "@openai/codex", "0.171.0", "codex"),
+    Cli("opencode", "npm", "opencode-ai", "1.18.33", "opencode"),
+    Cli("aider", "pypi", "aider-chat", "0.86.2", "aider"),
 )}

@@ -67,7 +67,7 @@ class AgentRatchet(Ratchet):
         assert self.cli is not None and self.model is not None
         env = super().environ(extra)
         env.pop("RATCHET_AGENT_COMMAND", None)
-        base = self.model.url + ("/v1" if self.cli.preset == "codex" else "")
+        base = self.model.url + ("" if self.cli.preset == "claude" else "/v1")
         return {
             **env, **KEYS,
             "RATCHET_AGENT": self.cli.preset,

@@ -342,7 +342,10 @@ def _call(action: Action, tools: list[_Tool]) -> _Call | None:
         text = _patch(action)
         if patch.kind == "custom":
             return _Call("apply_patch", None, raw=text)
-        return _Call("apply_patch", {"input": text})
+        # Codex names its argument input, opencode patchText.
+        name = next((n for n in ("input", "patchText", "patch") if n in patch.properties),
+                    "input")
+        return _Call("apply_patch", {name: text})
     command = {"read": f"cat {action.path}", "shell": action.command}.get(action.kind)
     if command is None:  # write or edit with only a shell: a heredoc
         command = _shell_write(action)

@@ -1,0 +1,50 @@
+"""opencode (the real ``opencode-ai``, pinned in clis.py) through every phase, sandbox on,
+against the scripted model API behind the egress proxy's route.
+
+opencode's ``openai`` provider speaks the Responses API at ``OPENAI_BASE_URL``; the runner
+holds the key and the base URL, the agent gets the proxy's route and a placeholder. The
+runner holds no Anthropic key here, so ``openai`` is the one provider opencode can use (with
+both, the operator names the model in its seeded config). What happened is asserted from
+outside: the branch's code, the output files each phase wrote through opencode's own tools
+(its permission config lets it write the output folder, outside its project), the requests
+the model API received, and the ledger's usage.
+"""
+
+from __future__ import annotations
+
+from tests.agents.conftest import KEYS, MakeRatchet
+from tests.agents.test_claude import SUBAGENTS
+from tests.e2e.harness import drive_to_done
+from tests.fakes.modelapi import ModelServer
+from tests.gitrepo import git
+
+ONLY_OPENAI = {"ANTHROPIC_API_KEY": ""}
+
+
+def test_opencode_takes_a_run_with_subagents_from_research_to_done(
+        agent_ratchet: MakeRatchet, model: ModelServer) -> None:
+    ratchet = agent_ratchet("opencode", config=SUBAGENTS, env=ONLY_OPENAI)
+    run_id, _ = drive_to_done(ratchet)
+
+    assert "return a + b" in git(ratchet.repo, "show", f"ratchet/{run_id}:calc.py")
+    assert "test_add" in git(ratchet.repo, "show", f"ratchet/{run_id}:test_calc.py")
+    folder = ratchet.export(run_id, ratchet.home.parent / "export")
+    # Each phase's output is what the model wrote through opencode's tools, not its chat.
+    assert "unittest" in (folder / "research/repository-analysis.md").read_text()
+    assert "calc.add(a, b)" in (folder / "spec.md").read_text()
+    for name in ("alpha", "beta"):
+        assert "The README is one line." in (folder / f"subagents/{name}.md").read_text()
+    assert (folder / "prompts/specify.1.md").read_text().count("The package is tiny.") == 2
+    # The model was asked through the proxy with the runner's key.
+    assert {r.api for r in model.phase_requests()} == {"responses"}
+    assert {r.headers.get("authorization") for r in model.requests} == {
+        f"Bearer {KEYS['OPENAI_API_KEY']}"}
+
+    usage = ratchet.status(run_id)["usage"]
+    steps = {entry["step"]: entry for entry in usage["steps"] if "subagent" not in entry}
+    assert {"research.1", "specify.1", "implement.1", "repair.1"} <= steps.keys()
+    for step in ("research.1", "specify.1", "implement.1", "repair.1"):
+        assert steps[step]["input_tokens"] > 0 and steps[step]["output_tokens"] > 0, step
+        assert steps[step]["cost_usd"] > 0, step
+    assert sorted(e["subagent"] for e in usage["steps"] if "subagent" in e) == ["alpha", "beta"]
+    assert usage["total"]["unpriced_runs"] == 0
