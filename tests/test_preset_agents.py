@@ -129,7 +129,7 @@ def test_opencode_gets_a_permission_config_per_phase(tmp_path: Path) -> None:
     out = str(read_only.output_dir)
     config = json.loads(json.loads(read_only.output.read_text())["config"])["permission"]
     assert config["bash"] == "deny"
-    assert config["edit"] == {"*": "deny", f"{out}/**": "allow"}
+    assert config["edit"] == {"*": "deny", "../scratch/out/*": "allow", f"{out}/*": "allow"}
     config = json.loads(json.loads(modifying.output.read_text())["config"])["permission"]
     assert config["bash"] == "allow" and config["edit"]["*"] == "allow"
 

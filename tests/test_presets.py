@@ -4,6 +4,7 @@ samples in the CLI's documented format (tests/data/agents/, described in tests/d
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from runner.agents.presets import (
     PHASES,
     PRESETS,
     codex_endpoint,
+    opencode_config,
     parse_aider,
     parse_claude,
     parse_codex,
@@ -47,11 +49,10 @@ EXPECTED = {
     ),
     "codex": (CODEX, CODEX),
     "aider": 2 * (
-        ["aider", "--message-file", PROMPT_FILE, "--yes-always", "--no-auto-commits",
-         "--no-dirty-commits", "--no-gitignore", "--no-check-update", "--no-show-release-notes",
-         "--no-pretty", "--no-stream", "--chat-history-file",
-         f"{OUTPUT_DIR}/aider.chat.history.md", "--input-history-file",
-         f"{OUTPUT_DIR}/aider.input.history", OUTPUT],
+        ["aider", "--message-file", PROMPT_FILE, "--yes-always", "--no-git",
+         "--analytics-disable", "--no-check-update", "--no-show-release-notes", "--no-pretty",
+         "--chat-history-file", f"{OUTPUT_DIR}/aider.chat.history.md", "--input-history-file",
+         f"{OUTPUT_DIR}/aider.input.history"],
     ),
     "goose": 2 * (
         ["goose", "run", "--no-session", "--quiet", "--output-format", "json",
@@ -72,6 +73,21 @@ def test_each_preset_runs_its_documented_command_per_phase(name: str, phase: str
     assert argv == (read_only if phase in {"research", "specify", "subagent"} else modifying)
     assert argv[0] == chosen.program
     assert chosen.install in chosen.install_hint and "--agent-command" in chosen.install_hint
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_opencode_may_write_only_its_output_folder_in_a_read_only_phase(phase: str) -> None:
+    # opencode matches edit rules against the path relative to its project (the worktree):
+    # the output folder outside it is named that way as well as absolutely.
+    config = opencode_config(phase, {"output_dir": "/s/research.1/out", "worktree": "/w/tree"})
+    permission = json.loads(config["OPENCODE_CONFIG_CONTENT"])["permission"]
+    read_only = phase in {"research", "specify", "subagent"}
+    assert permission["edit"] == {"*": "deny" if read_only else "allow",
+                                  "../../s/research.1/out/*": "allow",
+                                  "/s/research.1/out/*": "allow"}
+    assert permission["bash"] == ("deny" if read_only else "allow")
+    assert permission["external_directory"] == {"*": "deny", "/s/research.1/out/*": "allow"}
+    assert config["OPENCODE_DISABLE_DEFAULT_PLUGINS"] == "1"
 
 
 def test_an_unknown_preset_names_the_known_ones() -> None:

@@ -314,13 +314,19 @@ CODEX_LAST_MESSAGE = "codex.last-message.md"
 _CODEX_EXEC = "codex exec --json --output-last-message {output_dir}/" + CODEX_LAST_MESSAGE
 _CODEX = _CODEX_EXEC + " --sandbox workspace-write --add-dir {output_dir} -"
 _CODEX_SUBAGENT = _CODEX_EXEC + " --dangerously-bypass-approvals-and-sandbox -"
-# aider: message-file mode, no commits, its history files kept out of the worktree. It has no
-# read-only mode: a read-only phase relies on the runner's check after the step.
+# aider (0.86.2): message-file mode, edits applied without asking, its history files and
+# analytics kept out of the worktree. It runs with --no-git: with git, a file outside the
+# repository (the output) cannot be edited at all (it is "not in the subpath" of the repo), and
+# its repo map writes a tags cache into the worktree that the runner would take as the agent's
+# change; without git its root is the working directory (the worktree) and the model writes the
+# output by its absolute path. No repo map, so the model sees what the prompt and its edits
+# name. It streams its reply (the idle watch sees it). It has no read-only mode: a read-only
+# phase relies on the runner's check after the step.
 _AIDER = (
-    "aider --message-file {prompt_file} --yes-always --no-auto-commits --no-dirty-commits"
-    " --no-gitignore --no-check-update --no-show-release-notes --no-pretty --no-stream"
+    "aider --message-file {prompt_file} --yes-always --no-git --analytics-disable"
+    " --no-check-update --no-show-release-notes --no-pretty"
     " --chat-history-file {output_dir}/aider.chat.history.md"
-    " --input-history-file {output_dir}/aider.input.history {output}"
+    " --input-history-file {output_dir}/aider.input.history"
 )
 
 

@@ -19,12 +19,12 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.fakes.modelapi.script import Action, Script, fill, phase_of, places
+from tests.fakes.modelapi.script import Action, Script, Turns, fill, phase_of, places
 
 # Tool names a CLI may give each action, and the argument names its schema may use.
 _TOOLS = {
@@ -201,7 +201,13 @@ class _Handler(BaseHTTPRequestHandler):
                     action = fill(turns.actions[turn], places(text, phase))
                 except KeyError as missing:
                     final = f"The prompt names no path for {missing}: nothing written."
-        call = _call(action, _tools(api, body)) if action else None
+        tools = _tools(api, body)
+        if phase is not None and api == "chat" and not tools and _answered(body) == 0:
+            # A client that edits through its reply's text (aider): every write and edit of
+            # the phase at once, as SEARCH/REPLACE blocks, then the final text.
+            final = _edit_blocks(self.model.script.phases[phase], places(text, phase), final)
+            action = None
+        call = _call(action, tools) if action else None
         usage = {"input": max(1, size // 4), "output": 20 + len(final) // 4}
         usage["cached"] = int(usage["input"] * self.model.script.switches.cached_share)
         hang = phase is not None and phase == self.model.script.switches.hang_phase
@@ -305,6 +311,34 @@ def _last_tool_output(api: str, body: dict[str, Any]) -> str:
             if isinstance(message, dict) and message.get("role") == "tool":
                 found = message.get("content")
     return "\n".join(_strings(found))
+
+
+def _answered(body: dict[str, Any]) -> int:
+    """How many answers a Chat Completions conversation holds after the Ratchet prompt (aider's
+    system prompt carries example exchanges before it)."""
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    asked = max((i for i, m in enumerate(messages) if phase_of("\n".join(_strings(m)))),
+                default=0)
+    return sum(1 for m in messages[asked:] if m.get("role") == "assistant")
+
+
+def _edit_blocks(turns: Turns, where: Mapping[str, str], final: str) -> str:
+    """The phase's writes and edits as aider's SEARCH/REPLACE blocks (its ``diff`` edit
+    format: the path on its own line, an empty SEARCH creates the file), then ``final``."""
+    blocks = []
+    where = {"worktree": ".", **where}  # aider names no directory: its root is the worktree
+    for action in turns.actions:
+        if action.kind not in ("write", "edit"):
+            continue
+        try:
+            action = fill(action, where)
+        except KeyError as missing:
+            return f"The prompt names no path for {missing}: nothing written."
+        search, replace = ((f"    return {action.old}\n", f"    return {action.new}\n")
+                           if action.kind == "edit" else ("", action.content))
+        blocks.append(f"{action.path}\n```\n<<<<<<< SEARCH\n{search}=======\n{replace}"
+                      ">>>>>>> REPLACE\n```\n")
+    return "\n".join([*blocks, final])
 
 
 def _tools(api: str, body: dict[str, Any]) -> list[_Tool]:

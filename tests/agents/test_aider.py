@@ -1,0 +1,54 @@
+"""aider (the real ``aider-chat``, pinned in clis.py, in a virtual environment of its own)
+through every phase, sandbox on, against the scripted model API behind the egress proxy's
+route.
+
+aider calls Chat Completions without tools: it edits through its reply's text, here its
+``diff`` edit format (SEARCH/REPLACE blocks), the scripted model writing every file of a phase,
+the output by its absolute path, in one answer. The runner holds the key and
+``OPENAI_BASE_URL``; the model is the operator's choice (``AIDER_MODEL``). What happened is
+asserted from outside: the branch's code, the output files, the requests and the ledger.
+"""
+
+from __future__ import annotations
+
+from tests.agents.conftest import KEYS, MakeRatchet
+from tests.agents.test_claude import SUBAGENTS
+from tests.e2e.harness import drive_to_done
+from tests.fakes.modelapi import ModelServer
+from tests.gitrepo import git
+
+AIDER_ENV = {"AIDER_MODEL": "openai/gpt-4o", "ANTHROPIC_API_KEY": ""}
+
+
+def test_aider_takes_a_run_with_subagents_from_research_to_done(
+        agent_ratchet: MakeRatchet, model: ModelServer) -> None:
+    ratchet = agent_ratchet("aider", config=SUBAGENTS, env=AIDER_ENV)
+    run_id, _ = drive_to_done(ratchet)
+
+    assert "return a + b" in git(ratchet.repo, "show", f"ratchet/{run_id}:calc.py")
+    assert "test_add" in git(ratchet.repo, "show", f"ratchet/{run_id}:test_calc.py")
+    # Nothing of aider's own reached the branch (its history stays in the output folder).
+    assert sorted(git(ratchet.repo, "diff", "--name-only", f"HEAD...ratchet/{run_id}").split()
+                  ) == ["calc.py", "test_calc.py"]
+    folder = ratchet.export(run_id, ratchet.home.parent / "export")
+    assert "unittest" in (folder / "research/repository-analysis.md").read_text()
+    assert "calc.add(a, b)" in (folder / "spec.md").read_text()
+    for name in ("alpha", "beta"):
+        assert "The README is one line." in (folder / f"subagents/{name}.md").read_text()
+    assert (folder / "prompts/specify.1.md").read_text().count("The package is tiny.") == 2
+    # One answer per session, through the proxy with the runner's key.
+    asked = model.phase_requests()
+    assert {r.api for r in asked} == {"chat"}
+    assert sorted(r.phase for r in asked if r.status == 200) == sorted(
+        ["research", "specify", "implement", "repair", "subagent", "subagent"])
+    assert {r.headers.get("authorization") for r in model.requests} == {
+        f"Bearer {KEYS['OPENAI_API_KEY']}"}
+
+    # aider prints its tokens and cost per message; the ledger holds them.
+    usage = ratchet.status(run_id)["usage"]
+    steps = {entry["step"]: entry for entry in usage["steps"] if "subagent" not in entry}
+    for step in ("research.1", "specify.1", "implement.1", "repair.1"):
+        assert steps[step]["input_tokens"] > 0 and steps[step]["output_tokens"] > 0, step
+        assert steps[step]["cost_usd"] > 0, step
+    assert sorted(e["subagent"] for e in usage["steps"] if "subagent" in e) == ["alpha", "beta"]
+    assert usage["total"]["unpriced_runs"] == 0
