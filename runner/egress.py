@@ -69,7 +69,7 @@ CHUNK = 64 * 1024
 # Request headers never passed upstream (hop-by-hop, the proxy's, the agent's credentials).
 _HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-authorization",
                   "te", "upgrade", "expect"})
-_CREDENTIALS = frozenset({"authorization", "x-api-key", "host"})
+_CREDENTIALS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "host"})
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ Whatever the lists say, a name that resolves to an address that is not global (l
 link-local and cloud metadata, private, CGNAT, multicast, reserved) is refused: the addresses
 are checked after resolution, and the proxy connects to the address it checked (no DNS
 rebinding). The one exception is a model API endpoint the operator set explicitly
-(``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``: a local gateway, a test's scripted model), and
-only through its route, never by CONNECT.
+(``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL``: a local gateway, a
+test's scripted model), and only through its route, never by CONNECT.
 
 Every refusal is one sentence naming the host and the setting that allows it. Pure: resolving
 and connecting are the proxy's.
@@ -70,6 +70,9 @@ _APIS = (
                                                  "Bearer "))),
     ("openai", "OPENAI_BASE_URL", "https://api.openai.com/v1",
      (("OPENAI_API_KEY", "authorization", "Bearer "),)),
+    # Gemini CLI's Google SDK sends the key as x-goog-api-key and adds /v1beta itself.
+    ("gemini", "GOOGLE_GEMINI_BASE_URL", "https://generativelanguage.googleapis.com",
+     (("GEMINI_API_KEY", "x-goog-api-key", ""),)),
 )
 # Every variable that may hold a model API key: never inside a sandbox that has routes.
 KEY_VARIABLES = tuple(variable for *_, keys in _APIS for variable, _, _ in keys)

@@ -46,7 +46,8 @@ def _price(input: float, output: float, cache_read: float, cache_write: float | 
     return Price(input, output, cache_read, input if cache_write is None else cache_write)
 
 
-# Public list prices (https://www.anthropic.com/pricing#api, https://openai.com/api/pricing/);
+# Public list prices (https://www.anthropic.com/pricing#api, https://openai.com/api/pricing/,
+# Google's below);
 # Anthropic's cache writes are the 5-minute ones, OpenAI charges none. A model not listed here
 # is priced by the operator's table (RATCHET_AGENT_PRICES), or left unpriced.
 DEFAULT_PRICES: Mapping[str, Price] = MappingProxyType({
@@ -70,6 +71,10 @@ DEFAULT_PRICES: Mapping[str, Price] = MappingProxyType({
     "gpt-4o": _price(2.5, 10, 1.25),
     "o3": _price(2, 8, 0.5),
     "o4-mini": _price(1.1, 4.4, 0.275),
+    # https://ai.google.dev/gemini-api/docs/pricing (prompts up to 200k tokens)
+    "gemini-2.5-pro": _price(1.25, 10, 0.125),
+    "gemini-2.5-flash": _price(0.3, 2.5, 0.03),
+    "gemini-2.5-flash-lite": _price(0.1, 0.4, 0.01),
 })
 
 

@@ -11,13 +11,17 @@ import pytest
 
 from runner.agents.command import parse_template, render_argv
 from runner.agents.presets import (
+    COPILOT_NO_TOKENS,
     PHASES,
     PRESETS,
     codex_endpoint,
+    copilot_endpoint,
     opencode_config,
     parse_aider,
     parse_claude,
     parse_codex,
+    parse_copilot,
+    parse_gemini,
     parse_goose,
     parse_opencode,
     preset,
@@ -59,6 +63,12 @@ EXPECTED = {
          "--instructions", PROMPT_FILE],
     ),
     "opencode": 2 * (["opencode", "run", "--format", "json"],),
+    "gemini": tuple(["gemini", "--output-format", "stream-json", "--skip-trust",
+                     "--include-directories", OUTPUT_DIR, "--approval-mode", mode]
+                    for mode in ("auto_edit", "yolo")),
+    "copilot": tuple(["copilot", "--output-format", "json", "--allow-all-tools", "--add-dir",
+                      OUTPUT_DIR, "--disable-builtin-mcps", "--no-auto-update", *deny]
+                     for deny in (["--deny-tool", "shell"], [])),
 }
 
 
@@ -154,3 +164,32 @@ def test_codex_is_pointed_at_its_endpoint_by_config_not_by_variable() -> None:
     assert codex_endpoint({"OPENAI_BASE_URL": route}) == (
         "-c", f'openai_base_url="{route}"')
     assert codex_endpoint({}) == ()
+
+
+def test_gemini_counts_cached_input_once() -> None:
+    # Gemini CLI 0.61.0's stream-json, captured against the scripted API (counts edited to
+    # show a cache hit): its input_tokens include the cached ones.
+    assert parse_gemini(noisy("gemini-stream.jsonl")) == {
+        "input_tokens": 29582 - 20480, "cache_read_tokens": 20480, "output_tokens": 72,
+        "model": "gemini-2.5-flash"}
+    assert parse_gemini('{"type":"init","model":"gemini-2.5-flash"}\n') == {}
+
+
+def test_copilot_counts_turns_and_says_its_cost_is_unknown() -> None:
+    # Copilot CLI 1.0.102's --output-format json, captured against the scripted API.
+    assert parse_copilot(noisy("copilot.jsonl")) == {
+        "turns": 3, "model": "gpt-4.1", "problems": [COPILOT_NO_TOKENS]}
+    assert parse_copilot("nothing\n") == {}
+
+
+def test_copilot_uses_the_route_of_the_provider_the_operator_names() -> None:
+    inside = {"OPENAI_BASE_URL": "http://127.0.0.1:9/_ratchet/openai",
+              "OPENAI_API_KEY": "placeholder"}
+    assert copilot_endpoint({**inside, "COPILOT_PROVIDER_TYPE": "openai"}) == {
+        "COPILOT_PROVIDER_BASE_URL": "http://127.0.0.1:9/_ratchet/openai",
+        "COPILOT_PROVIDER_API_KEY": "placeholder", "COPILOT_OFFLINE": "true"}
+    # No provider named: its GitHub login; a provider of the operator's own: left alone.
+    assert copilot_endpoint(inside) == {}
+    assert copilot_endpoint({**inside, "COPILOT_PROVIDER_TYPE": "openai",
+                             "COPILOT_PROVIDER_BASE_URL": "https://llm.example"}) == {}
+    assert copilot_endpoint({"COPILOT_PROVIDER_TYPE": "anthropic", **inside}) == {}

@@ -18,6 +18,8 @@ from runner.agents.provider import (
     Trouble,
     classify_claude,
     classify_codex,
+    classify_copilot,
+    classify_gemini,
     classify_opencode,
     classify_text,
 )
@@ -117,6 +119,52 @@ def codex_events(*events: dict[str, object]) -> str:
 ])
 def test_codex(log: str, trouble: Trouble) -> None:
     verdict = classify_codex(log)
+    assert verdict is not None and verdict.trouble is trouble
+
+
+def gemini_result(code: int, status: str, message: str) -> str:
+    """Gemini CLI 0.61.0's stream-json end after the API refused (captured, trimmed)."""
+    error = json.dumps({"error": {"code": code, "message": message, "status": status}})
+    return ('{"type":"init","session_id":"s","model":"gemini-2.5-flash"}\n'
+            + json.dumps({"type": "result", "status": "error", "error": {
+                "type": "unknown", "message": f"[API Error: {error}]"}, "stats": {}}) + "\n")
+
+
+@pytest.mark.parametrize(("log", "trouble"), [
+    (gemini_result(401, "UNAUTHENTICATED", "invalid x-api-key"), Trouble.CREDENTIALS),
+    (gemini_result(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."),
+     Trouble.CREDENTIALS),
+    (gemini_result(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted"), Trouble.TRANSIENT),
+    (gemini_result(503, "UNAVAILABLE", "The model is overloaded."), Trouble.TRANSIENT),
+    ("When using Gemini API, you must specify the GEMINI_API_KEY environment variable.\n",
+     Trouble.CREDENTIALS),
+    ("Invalid auth method selected.\n", Trouble.CREDENTIALS),
+])
+def test_gemini(log: str, trouble: Trouble) -> None:
+    verdict = classify_gemini(log)
+    assert verdict is not None and verdict.trouble is trouble
+
+
+def copilot_error(kind: str, status: int, message: str) -> str:
+    """Copilot CLI 1.0.102's JSON end after the provider refused (captured, trimmed)."""
+    return "\n".join(json.dumps(event) for event in (
+        {"type": "session.error", "data": {"errorType": kind, "message": message,
+                                           "statusCode": status}},
+        {"type": "result", "exitCode": 1, "usage": {"premiumRequests": 0}})) + "\n"
+
+
+@pytest.mark.parametrize(("log", "trouble"), [
+    (copilot_error("authentication", 401, "Authentication failed with provider at"
+                   " http://127.0.0.1:3128/_ratchet/openai (HTTP 401)."), Trouble.CREDENTIALS),
+    (copilot_error("rate_limit", 429, "Failed to get response from the AI model; retried 5"
+                   " times (total retry wait time: 5.00 seconds) Last error: 429 Rate limited"),
+     Trouble.TRANSIENT),
+    ("Error: No authentication information found.\n\nCopilot can be authenticated with"
+     " GitHub using an OAuth Token or a Fine-Grained Personal Access Token.\n",
+     Trouble.CREDENTIALS),
+])
+def test_copilot(log: str, trouble: Trouble) -> None:
+    verdict = classify_copilot(log)
     assert verdict is not None and verdict.trouble is trouble
 
 

@@ -42,7 +42,7 @@ from plumbing.files import UnsafePath, read_beneath
 from plumbing.logfile import CappedLog
 from plumbing.process import stop_group
 from runner.agents.base import AgentResult, AgentTask
-from runner.agents.home import fresh_home, remove_home
+from runner.agents.home import add_files, fresh_home, remove_home
 from runner.agents.presets import Preset
 from runner.agents.provider import Trouble
 from runner.egress import Egress, egress
@@ -254,6 +254,8 @@ class CommandAgent:
                   if self.sandbox.confined else None)
         home = fresh_home(task.log_file.parent, self.home_seed, host_home=Path.home())
         try:
+            if self.preset is not None:
+                add_files(home, self.preset.home_files)
             with egress(policy, label=f"run {task.run_id} step {task.step}") as proxy:
                 argv += self._endpoint_args(proxy.endpoint if proxy else None)
                 proc, printed = self._start(argv, task, template, home,
@@ -397,6 +399,7 @@ class CommandAgent:
         env = {
             **self._env,
             **self._phase_env(task),
+            **self._endpoint_env(network),
             **task.env,
             "HOME": str(home),
             "TMPDIR": "/tmp",
@@ -471,6 +474,13 @@ class CommandAgent:
             return []
         return list(self.preset.endpoint_args(
             {**self._env, **(network.environment() if network else {})}))
+
+    def _endpoint_env(self, network: Egress | None) -> Mapping[str, str]:
+        """The preset's variables naming its model endpoint as the agent sees it."""
+        if self.preset is None or self.preset.endpoint_env is None:
+            return {}
+        return self.preset.endpoint_env(
+            {**self._env, **(network.environment() if network else {})})
 
     def _phase_env(self, task: AgentTask) -> Mapping[str, str]:
         """The preset's config for the task's phase (a permission config naming the output

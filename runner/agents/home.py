@@ -20,7 +20,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from plumbing.walk import remove
@@ -62,6 +62,16 @@ def fresh_home(parent: Path, seeds: Sequence[Path], *, host_home: Path) -> Path:
         remove_home(home)
         raise
     return home
+
+
+def add_files(home: Path, files: Mapping[str, str]) -> None:
+    """Write ``files`` (path under ``home`` -> text) where no seed put one: a preset's
+    defaults, which the operator's own seeded config overrides."""
+    for relative, text in files.items():
+        target = home / relative
+        if not os.path.lexists(target):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
 
 
 def remove_home(home: Path) -> None:

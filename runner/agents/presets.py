@@ -25,6 +25,11 @@ documented:
   ``total_tokens``; https://block.github.io/goose/docs/guides/goose-cli-commands
 - opencode (``opencode run --format json``): JSON lines; each ``step_finish`` part carries
   ``cost`` and ``tokens`` (``input``, ``output``, ``cache.read``); https://opencode.ai/docs/cli/
+- Gemini CLI (``gemini --output-format stream-json``): JSON lines; the final ``result`` event's
+  ``stats`` has ``input_tokens`` (cached ones included), ``cached``, ``input`` (without them),
+  ``output_tokens`` and ``models``; https://geminicli.com/docs/cli/headless/
+- Copilot CLI (``copilot --output-format json``): JSON lines; 1.0.102 reports no tokens, only
+  ``premiumRequests`` in its ``result`` event; https://docs.github.com/copilot/how-tos/copilot-cli
 
 Parsers are pure and forgiving: the log mixes the CLI's stdout and stderr, so anything that is
 not the documented shape is skipped, and a log without it gives an empty record.
@@ -36,7 +41,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -44,12 +49,15 @@ from runner.agents.provider import (
     Classifier,
     classify_claude,
     classify_codex,
+    classify_copilot,
+    classify_gemini,
     classify_opencode,
     classify_text,
 )
 
 UsageParser = Callable[[str], dict[str, Any]]
 PhaseEnv = Callable[[str, Mapping[str, str]], Mapping[str, str]]
+EndpointEnv = Callable[[Mapping[str, str]], Mapping[str, str]]
 EndpointArgs = Callable[[Mapping[str, str]], tuple[str, ...]]
 
 # The phases a preset has a template for.
@@ -87,6 +95,11 @@ class Preset:
     # Options that point it at its model endpoint, from the agent's environment (the proxy's
     # route inside the sandbox), for a CLI that reads the endpoint from its config only.
     endpoint_args: EndpointArgs | None = None
+    # Variables that point it at its model endpoint, from the agent's environment, for a CLI
+    # whose endpoint variables are its own (Copilot's BYOK provider).
+    endpoint_env: EndpointEnv | None = None
+    # Files its fresh home gets unless a seed brought them (path under $HOME -> content).
+    home_files: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def install_hint(self) -> str:
@@ -283,6 +296,53 @@ def parse_opencode(text: str) -> dict[str, Any]:
     return {**record, "turns": steps}
 
 
+def parse_gemini(text: str) -> dict[str, Any]:
+    """Gemini CLI's ``result`` event: its ``input_tokens`` include the cached ones, counted
+    once here as ``cache_read_tokens``. Gemini CLI reports no cost (the price table adds
+    one)."""
+    stats = None
+    for value in _json_objects(text):
+        if value.get("type") == "result" and isinstance(value.get("stats"), dict):
+            stats = value["stats"]
+    if stats is None:
+        return {}
+    total = int(_number(stats.get("input_tokens")) or 0)
+    cached = min(total, int(_number(stats.get("cached")) or 0))
+    record: dict[str, Any] = {"input_tokens": total - cached, "cache_read_tokens": cached}
+    _put(record, "output_tokens", stats.get("output_tokens"))
+    models = stats.get("models")
+    if isinstance(models, dict) and len(models) == 1:
+        record["model"] = str(next(iter(models)))
+    return record
+
+
+COPILOT_NO_TOKENS = ("Copilot CLI reports no tokens: what it spent is not counted, and a"
+                     " dollar budget cannot stop it (agent.max_turns and the timeouts still do)")
+
+
+def parse_copilot(text: str) -> dict[str, Any]:
+    """Copilot CLI's JSON events: one turn per successful model call, the model it named.
+    It reports no tokens (its ``result`` has ``premiumRequests`` only), so the record says
+    its cost is unknown rather than zero."""
+    turns = 0
+    model = None
+    ended = False
+    for value in _json_objects(text):
+        data = value.get("data") if isinstance(value.get("data"), dict) else {}
+        if value.get("type") == "model.call_finished" and data.get("outcome") == "success":
+            turns += 1
+        elif value.get("type") == "model.call_final_result":
+            model = data.get("model") or model
+        elif value.get("type") == "result":
+            ended = True
+    if not turns and not ended:
+        return {}
+    record: dict[str, Any] = {"turns": turns, "problems": [COPILOT_NO_TOKENS]}
+    if isinstance(model, str) and model:
+        record["model"] = model
+    return record
+
+
 # --- the presets ---------------------------------------------------------------------------
 
 # The prompt reaches every preset by stdin or by file, never as an argument: one argument over
@@ -367,6 +427,41 @@ def codex_endpoint(env: Mapping[str, str]) -> tuple[str, ...]:
     return ("-c", f"openai_base_url={json.dumps(base)}") if base else ()
 
 
+# Gemini CLI headless: a stdin that is not a terminal is the prompt; stream-json prints each
+# event as it happens. The output folder joins the workspace (--include-directories);
+# --skip-trust trusts the worktree for this session only (an untrusted folder refuses the
+# approval modes). Read-only phases run auto_edit (file edits approved, the shell tool not
+# offered headless), the others yolo.
+_GEMINI = ("gemini --output-format stream-json --skip-trust --include-directories {output_dir}"
+           " --approval-mode")
+# 0.61 takes GOOGLE_GEMINI_BASE_URL (the proxy's route) as a "gateway" login that headless
+# mode refuses ("Invalid auth method selected."): the key login must be chosen in its
+# settings. Usage statistics off: they would go to a Google host the proxy refuses.
+GEMINI_SETTINGS = json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}},
+                              "privacy": {"usageStatisticsEnabled": False},
+                              "general": {"enableAutoUpdate": False}}, indent=2) + "\n"
+# Copilot CLI in prompt mode reads the prompt on stdin; --allow-all-tools is required
+# headless. Read-only phases may not run the shell (--deny-tool shell); the output folder is
+# a directory it may write (--add-dir). No built-in GitHub MCP server (it would reach
+# GitHub with the agent's token), no auto-update.
+_COPILOT = ("copilot --output-format json --allow-all-tools --add-dir {output_dir}"
+            " --disable-builtin-mcps --no-auto-update")
+
+
+def copilot_endpoint(env: Mapping[str, str]) -> dict[str, str]:
+    """Copilot's BYOK provider on the proxy's route: when the operator names the provider's
+    kind (COPILOT_PROVIDER_TYPE ``openai`` or ``anthropic``) and the runner routes that API,
+    the CLI talks to the route with the placeholder key (the proxy adds the real one) and
+    needs no GitHub login (COPILOT_OFFLINE)."""
+    base, key = {"openai": ("OPENAI_BASE_URL", "OPENAI_API_KEY"),
+                 "anthropic": ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")}.get(
+        env.get("COPILOT_PROVIDER_TYPE", ""), ("", ""))
+    if not env.get(base) or env.get("COPILOT_PROVIDER_BASE_URL"):
+        return {}  # its GitHub login, or the provider the operator configured
+    return {"COPILOT_PROVIDER_BASE_URL": env[base],
+            "COPILOT_PROVIDER_API_KEY": env.get(key, ""), "COPILOT_OFFLINE": "true"}
+
+
 PRESETS: Mapping[str, Preset] = MappingProxyType({
     "claude": Preset(
         name="claude", program="claude", hosts=("api.anthropic.com",),
@@ -442,6 +537,38 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
         credentials="set its provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...) in the"
                     " runner's environment, or seed a login with"
                     " RATCHET_AGENT_HOME_SEED=~/.local/share/opencode",
+    ),
+    "gemini": Preset(
+        name="gemini", program="gemini", hosts=("generativelanguage.googleapis.com",),
+        templates=_per_phase(f"{_GEMINI} auto_edit", f"{_GEMINI} yolo"),
+        parse_usage=parse_gemini,
+        install="npm install -g @google/gemini-cli",
+        docs="https://geminicli.com/docs/cli/headless/",
+        # https://geminicli.com/docs/reference/configuration/#environment-variables
+        env=("GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GEMINI_MODEL"),
+        home_files=MappingProxyType({".gemini/settings.json": GEMINI_SETTINGS}),
+        classify=classify_gemini,
+        credentials="set GEMINI_API_KEY in the runner's environment, or give the agents a"
+                    " Google login with RATCHET_AGENT_HOME_SEED=~/.gemini",
+    ),
+    "copilot": Preset(
+        name="copilot", program="copilot",
+        hosts=("api.githubcopilot.com", "*.githubcopilot.com", "api.github.com", "github.com"),
+        templates=_per_phase(f"{_COPILOT} --deny-tool shell", _COPILOT),
+        parse_usage=parse_copilot,
+        install="npm install -g @github/copilot",
+        docs="https://docs.github.com/copilot/how-tos/copilot-cli",
+        # `copilot help environment`
+        env=("COPILOT_GITHUB_TOKEN", "COPILOT_MODEL", "COPILOT_PROVIDER_TYPE",
+             "COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_API_KEY",
+             "COPILOT_PROVIDER_WIRE_API", "COPILOT_PROVIDER_MODEL_ID",
+             "COPILOT_PROVIDER_WIRE_MODEL"),
+        endpoint_env=copilot_endpoint,
+        classify=classify_copilot,
+        credentials="set COPILOT_GITHUB_TOKEN (a token with the Copilot Requests permission)"
+                    " in the runner's environment, seed a login with"
+                    " RATCHET_AGENT_HOME_SEED=~/.copilot, or name a provider the runner routes"
+                    " with COPILOT_PROVIDER_TYPE=openai|anthropic",
     ),
 })
 

@@ -228,3 +228,63 @@ def classify_opencode(text: str) -> ProviderError | None:
 def classify_text(text: str) -> ProviderError | None:
     """A CLI that prints its provider's errors as lines (aider through litellm, goose)."""
     return _by_text(text[-8192:], _CREDENTIALS, _REFUSED_FOR_NOW)
+
+
+# --- Gemini CLI, Copilot CLI ---------------------------------------------------------------
+
+_GEMINI_CREDENTIALS = re.compile(
+    r"UNAUTHENTICATED[^\n]*|PERMISSION_DENIED[^\n]*|API key not valid[^\n]*"
+    r"|API_KEY_INVALID[^\n]*|you must specify the GEMINI_API_KEY[^\n]*"
+    r"|Please set an Auth method[^\n]*|Invalid auth method selected[^\n]*", re.IGNORECASE)
+_GEMINI_REFUSED_FOR_NOW = re.compile(r"RESOURCE_EXHAUSTED|\"status\": ?\"UNAVAILABLE\""
+                                     r"|\"status\": ?\"INTERNAL\"|DEADLINE_EXCEEDED"
+                                     r"|model is overloaded", re.IGNORECASE)
+_GOOGLE_CODE = re.compile(r"\"code\": ?(\d{3})")
+
+
+def classify_gemini(text: str) -> ProviderError | None:
+    """Gemini CLI (``--output-format stream-json``): its ``result`` event with ``status``
+    ``error`` quotes the API's error (``[API Error: {"error":{"code":429,...,"status":
+    "RESOURCE_EXHAUSTED"}}]``); before a session starts it prints its login errors as lines
+    (``When using Gemini API, you must specify the GEMINI_API_KEY environment variable.``)."""
+    message = ""
+    for value in _json_lines(text):
+        if value.get("type") == "result" and value.get("status") == "error":
+            error = value.get("error") if isinstance(value.get("error"), dict) else {}
+            message = str(error.get("message") or "")
+    if message:
+        code = _GOOGLE_CODE.search(message)
+        verdict = _by_status(int(code.group(1)), _clip(message)) if code else None
+        if verdict is not None:
+            return verdict
+    return _by_text(message or _plain(text)[-8192:], _GEMINI_CREDENTIALS,
+                    _GEMINI_REFUSED_FOR_NOW)
+
+
+_COPILOT_CREDENTIALS = re.compile(
+    r"No authentication information found[^\n]*|Authentication failed[^\n]*"
+    r"|Bad credentials[^\n]*", re.IGNORECASE)
+
+
+def classify_copilot(text: str) -> ProviderError | None:
+    """Copilot CLI (``--output-format json``): its last ``session.error`` event has an
+    ``errorType`` (``authentication``, ``rate_limit``), a ``statusCode`` and a message
+    (``Failed to get response from the AI model; retried 5 times ... Last error: 429``);
+    without a login it prints ``Error: No authentication information found.`` before any
+    event."""
+    error: dict[str, Any] | None = None
+    for value in _json_lines(text):
+        if value.get("type") == "session.error" and isinstance(value.get("data"), dict):
+            error = value["data"]
+    if error is not None:
+        message = _clip(str(error.get("message") or error.get("errorType") or ""))
+        if error.get("errorType") == "authentication":
+            return ProviderError(Trouble.CREDENTIALS, message)
+        status = error.get("statusCode")
+        verdict = _by_status(status if isinstance(status, int) else None, message)
+        if verdict is None and error.get("errorType") == "rate_limit":
+            verdict = ProviderError(Trouble.TRANSIENT, f"the model API refused for now:"
+                                    f" {message}")
+        if verdict is not None:
+            return verdict
+    return _by_text(_plain(text)[-8192:], _COPILOT_CREDENTIALS, _REFUSED_FOR_NOW)

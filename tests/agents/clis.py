@@ -54,4 +54,6 @@ CLIS = {cli.preset: cli for cli in (
     Cli("codex", "npm", "@openai/codex", "0.171.0", "codex"),
     Cli("opencode", "npm", "opencode-ai", "1.18.33", "opencode"),
     Cli("aider", "pypi", "aider-chat", "0.86.2", "aider"),
+    Cli("gemini", "npm", "@google/gemini-cli", "0.61.0", "gemini"),
+    Cli("copilot", "npm", "@github/copilot", "1.0.102", "copilot"),
 )}

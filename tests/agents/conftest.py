@@ -23,7 +23,10 @@ from tests.fakes.modelapi import ModelServer, Script
 
 HERE = Path(__file__).parent
 # What the runner holds: the proxy adds it upstream; the agent never sees it.
-KEYS = {"ANTHROPIC_API_KEY": "sk-ant-runner-key-21a", "OPENAI_API_KEY": "sk-openai-runner-key-21b"}
+KEYS = {"ANTHROPIC_API_KEY": "sk-ant-runner-key-21a", "OPENAI_API_KEY": "sk-openai-runner-key-21b",
+        "GEMINI_API_KEY": "gemini-runner-key-21c"}
+# The variable pointing each preset's model API at the scripted one (OpenAI's by default).
+BASE_URLS = {"claude": "ANTHROPIC_BASE_URL", "gemini": "GOOGLE_GEMINI_BASE_URL"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -67,14 +70,15 @@ class AgentRatchet(Ratchet):
         assert self.cli is not None and self.model is not None
         env = super().environ(extra)
         env.pop("RATCHET_AGENT_COMMAND", None)
-        base = self.model.url + ("" if self.cli.preset == "claude" else "/v1")
+        variable = BASE_URLS.get(self.cli.preset, "OPENAI_BASE_URL")
+        base = self.model.url + ("/v1" if variable == "OPENAI_BASE_URL" else "")
         return {
             **env, **KEYS,
             "RATCHET_AGENT": self.cli.preset,
             "PATH": f"{self.cli.bin}{os.pathsep}{env['PATH']}",
             # The CLI's installation is a toolchain the sandbox shows read-only.
             "RATCHET_SANDBOX_RO": self.cli.readable,
-            "ANTHROPIC_BASE_URL" if self.cli.preset == "claude" else "OPENAI_BASE_URL": base,
+            variable: base,
             **self.env, **(extra or {}),
         }
 

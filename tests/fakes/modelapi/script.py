@@ -113,11 +113,12 @@ class Script:
 _TITLE = re.compile(r"# Ratchet (research|specify|implement|repair|subagent) step (\S+)")
 _ABSOLUTE = re.compile(r"(?<![\w.])(/[^\s`'\"<>()\[\]{},;]+)")
 # Where the CLIs say their working directory is (Claude Code's environment section, Codex's
-# environment context, opencode's and aider's own words).
+# environment context, opencode's and aider's own words, Gemini CLI's workspace list).
 _WORKDIR = (
     re.compile(r"Primary working directory: (/\S+)"),
     re.compile(r"<cwd>(/[^<]+)</cwd>"),
     re.compile(r"[Ww]orking directory: (/\S+)"),
+    re.compile(r"\*\*Workspace Directories:\*\*\s*- (/\S+)"),  # Gemini CLI: the first is its cwd
 )
 # What each placeholder's absolute path ends with (runner/agents/prompt.py, runner/subagents.py).
 _SUFFIXES = {

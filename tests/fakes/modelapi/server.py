@@ -1,5 +1,5 @@
-"""A scripted model API on 127.0.0.1: Anthropic Messages, OpenAI Responses and Chat
-Completions, streamed as server-sent events the way the real APIs stream them.
+"""A scripted model API on 127.0.0.1: Anthropic Messages, OpenAI Responses, Chat Completions
+and Gemini's generateContent, streamed as server-sent events the way the real APIs stream them.
 
 Stateless per conversation: a CLI sends the whole conversation every turn, so the answer is
 chosen from it alone. The phase comes from the Ratchet prompt's title, the turn from how many
@@ -28,20 +28,20 @@ from tests.fakes.modelapi.script import Action, Script, Turns, fill, phase_of, p
 
 # Tool names a CLI may give each action, and the argument names its schema may use.
 _TOOLS = {
-    "write": ("Write", "write", "write_file", "create_file"),
+    "write": ("Write", "write", "write_file", "create_file", "create"),
     "edit": ("Edit", "edit", "edit_file", "str_replace_edit", "replace"),
     "read": ("Read", "read", "read_file", "view"),
     "shell": ("Bash", "bash", "shell", "exec_command", "run_shell_command", "shell_command"),
 }
 _ARGS = {
     "path": ("file_path", "filePath", "path", "absolute_path"),
-    "content": ("content", "contents", "text"),
+    "content": ("content", "contents", "text", "file_text"),
     "old": ("old_string", "oldString", "old_str", "old"),
     "new": ("new_string", "newString", "new_str", "new"),
     "command": ("command", "cmd"),
 }
 # Key headers worth recording (the proxy adds one; the agent's placeholder must not arrive).
-_KEY_HEADERS = ("x-api-key", "authorization")
+_KEY_HEADERS = ("x-api-key", "authorization", "x-goog-api-key")
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,10 @@ class _Handler(BaseHTTPRequestHandler):
         api = ("count_tokens" if path.endswith("/messages/count_tokens") else
                "anthropic" if path.endswith("/messages") else
                "responses" if path.endswith("/responses") else
-               "chat" if path.endswith("/chat/completions") else "other")
+               "chat" if path.endswith("/chat/completions") else
+               "gemini_count" if path.endswith(":countTokens") else
+               "gemini" if path.endswith((":generateContent", ":streamGenerateContent")) else
+               "other")
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
@@ -152,6 +155,8 @@ class _Handler(BaseHTTPRequestHandler):
         usage = {"input": 0, "output": 0, "cached": 0}
         if api == "count_tokens":
             self._json(200, {"input_tokens": max(1, len(raw) // 4)})
+        elif api == "gemini_count":
+            self._json(200, {"totalTokens": max(1, len(raw) // 4)})
         elif api == "other":
             status = 404
             self._json(404, {"error": {"message": f"no route {self.path}"}})
@@ -161,6 +166,8 @@ class _Handler(BaseHTTPRequestHandler):
                 status = failure
                 self._error(api, failure)
             else:
+                if path.endswith(":streamGenerateContent"):  # Gemini streams by its path
+                    body = {**body, "stream": True}
                 usage = self._answer(api, body, text, phase, turn, len(raw))
         self.model._record(Recorded(
             api=api, path=self.path,
@@ -211,7 +218,8 @@ class _Handler(BaseHTTPRequestHandler):
         usage = {"input": max(1, size // 4), "output": 20 + len(final) // 4}
         usage["cached"] = int(usage["input"] * self.model.script.switches.cached_share)
         hang = phase is not None and phase == self.model.script.switches.hang_phase
-        events = {"anthropic": _anthropic, "responses": _responses, "chat": _chat}[api](
+        events = {"anthropic": _anthropic, "responses": _responses, "chat": _chat,
+                  "gemini": _gemini}[api](
             body, call, final, usage, self.model.script.switches.text_chunks)
         if not body.get("stream"):
             self._json(200, _whole(api, body, call, final, usage))
@@ -244,6 +252,9 @@ class _Handler(BaseHTTPRequestHandler):
                    529: "Overloaded"}.get(status, "Internal server error")
         if api == "anthropic":
             payload: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
+        elif api == "gemini":  # Google's error shape: the code, a message and a status word
+            payload = {"error": {"code": status, "message": message, "status": {
+                401: "UNAUTHENTICATED", 429: "RESOURCE_EXHAUSTED"}.get(status, "UNAVAILABLE")}}
         else:
             payload = {"error": {"message": message, "type": kind, "code": kind, "param": None}}
         self._json(status, payload, extra={"retry-after": "0"})
@@ -289,7 +300,16 @@ def _calls_made(api: str, body: dict[str, Any]) -> int:
     if api == "chat":
         return sum(len(message.get("tool_calls") or []) for message in body.get("messages") or []
                    if isinstance(message, dict) and message.get("role") == "assistant")
+    if api == "gemini":
+        return sum(1 for part in _gemini_parts(body) if "functionCall" in part)
     return 0
+
+
+def _gemini_parts(body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The parts of a Gemini request's contents, in order."""
+    for content in body.get("contents") or []:
+        if isinstance(content, dict):
+            yield from (part for part in content.get("parts") or [] if isinstance(part, dict))
 
 
 def _last_tool_output(api: str, body: dict[str, Any]) -> str:
@@ -310,6 +330,10 @@ def _last_tool_output(api: str, body: dict[str, Any]) -> str:
         for message in body.get("messages") or []:
             if isinstance(message, dict) and message.get("role") == "tool":
                 found = message.get("content")
+    elif api == "gemini":
+        for part in _gemini_parts(body):
+            if isinstance(part.get("functionResponse"), dict):
+                found = part["functionResponse"].get("response")
     return "\n".join(_strings(found))
 
 
@@ -344,12 +368,17 @@ def _edit_blocks(turns: Turns, where: Mapping[str, str], final: str) -> str:
 def _tools(api: str, body: dict[str, Any]) -> list[_Tool]:
     """The tools the request offers, whatever the API's shape."""
     tools = []
-    for tool in body.get("tools") or []:
+    offered = body.get("tools") or []
+    if api == "gemini":  # Gemini groups its functions: tools[].functionDeclarations[]
+        offered = [declaration for group in offered if isinstance(group, dict)
+                   for declaration in group.get("functionDeclarations") or []]
+    for tool in offered:
         if not isinstance(tool, dict):
             continue
         if api == "chat" and isinstance(tool.get("function"), dict):
             tool = tool["function"]
-        schema = tool.get("input_schema") or tool.get("parameters") or {}
+        schema = (tool.get("input_schema") or tool.get("parameters")
+                  or tool.get("parametersJsonSchema") or {})
         kind = "custom" if tool.get("type") == "custom" else "function"
         if tool.get("name"):
             tools.append(_Tool(str(tool["name"]), dict(schema.get("properties") or {}), kind))
@@ -404,6 +433,8 @@ def _arguments(action: Action, tool: _Tool) -> dict[str, Any]:
         arguments[name] = value
     if action.kind == "shell" and "description" in tool.properties:
         arguments["description"] = "Run the tests"
+    if action.kind == "edit" and "instruction" in tool.properties:  # Gemini CLI's replace
+        arguments["instruction"] = "Fix the sign in calc.add."
     return arguments
 
 
@@ -542,9 +573,40 @@ def _chat(body: dict[str, Any], call: _Call | None, final: str, usage: dict[str,
     yield b"data: [DONE]\n\n"
 
 
+def _gemini_answer(call: _Call | None, text: str | None, usage: dict[str, int] | None
+                   ) -> dict[str, Any]:
+    """One Gemini ``GenerateContentResponse``: a function call or text; the last one of a
+    stream carries the finish reason and the usage."""
+    part = ({"functionCall": {"name": call.name, "args": call.arguments or {}}} if call
+            else {"text": text or ""})
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": [part]}, "index": 0}
+    answer: dict[str, Any] = {"candidates": [candidate], "modelVersion": "gemini-fake",
+                              "responseId": uuid.uuid4().hex[:16]}
+    if usage is not None:
+        candidate["finishReason"] = "STOP"
+        answer["usageMetadata"] = {"promptTokenCount": usage["input"],
+                                   "candidatesTokenCount": usage["output"],
+                                   "totalTokenCount": usage["input"] + usage["output"]}
+    return answer
+
+
+def _gemini(body: dict[str, Any], call: _Call | None, final: str, usage: dict[str, int],
+            chunks: int) -> Iterable[bytes]:
+    """Gemini's ``streamGenerateContent?alt=sse``: one response object per event."""
+    if call is not None:
+        yield _sse(None, _gemini_answer(call, None, usage))
+        return
+    pieces = _pieces(final, chunks)
+    for number, piece in enumerate(pieces):
+        yield _sse(None, _gemini_answer(None, piece,
+                                        usage if number == len(pieces) - 1 else None))
+
+
 def _whole(api: str, body: dict[str, Any], call: _Call | None, final: str,
            usage: dict[str, int]) -> dict[str, Any]:
     """A non-streaming answer."""
+    if api == "gemini":
+        return _gemini_answer(call, final, usage)
     model = body.get("model", "fake")
     if api == "anthropic":
         content: list[dict[str, Any]] = (
