@@ -410,8 +410,12 @@ def opencode_config(phase: str, values: Mapping[str, str]) -> dict[str, str]:
         "bash": "deny" if read_only else "allow",
         "external_directory": {"*": "deny", f"{output_dir}/*": "allow"},
     }
+    # A call that would ask (reading a .env file, say) is rejected and ends opencode's session
+    # by default (1.18.33: it exits 0 with no output); continue_loop_on_deny hands the refusal
+    # to the model, which goes on with its task.
+    config = {"permission": permission, "experimental": {"continue_loop_on_deny": True}}
     return {
-        "OPENCODE_CONFIG_CONTENT": json.dumps({"permission": permission}),
+        "OPENCODE_CONFIG_CONTENT": json.dumps(config),
         # Its default plugins install from npm and its model list comes from models.dev at
         # start (a snapshot ships with it): hosts the sandbox refuses anyway.
         "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",

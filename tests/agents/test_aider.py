@@ -14,7 +14,8 @@ from __future__ import annotations
 from tests.agents.conftest import KEYS, MakeRatchet
 from tests.agents.test_claude import SUBAGENTS
 from tests.e2e.harness import drive_to_done
-from tests.fakes.modelapi import ModelServer
+from tests.fakes.modelapi import CALC, ModelServer
+from tests.fakes.modelapi.script import Turns, write
 from tests.gitrepo import git
 
 AIDER_ENV = {"AIDER_MODEL": "openai/gpt-4o", "ANTHROPIC_API_KEY": ""}
@@ -52,3 +53,20 @@ def test_aider_takes_a_run_with_subagents_from_research_to_done(
         assert steps[step]["cost_usd"] > 0, step
     assert sorted(e["subagent"] for e in usage["steps"] if "subagent" in e) == ["alpha", "beta"]
     assert usage["total"]["unpriced_runs"] == 0
+
+
+def test_aider_writing_the_worktree_in_research_stops_the_run_for_a_human(
+        agent_ratchet: MakeRatchet, model: ModelServer) -> None:
+    # aider has no read-only mode: its edits apply wherever the reply points. The runner's
+    # check after the step is what holds it: the change is kept as evidence, not in the run.
+    model.script.phases = {**CALC, "research": Turns(
+        (write("{worktree}/notes.md", "jotted\n"), *CALC["research"].actions),
+        "Research written.")}
+    ratchet = agent_ratchet("aider", env=AIDER_ENV)
+    assert ratchet.create().returncode == 1
+    run_id = ratchet.run_id()
+    status = ratchet.status(run_id)
+    assert status["state"] == "needs_human"
+    assert "research agent changed the worktree (notes.md)" in status["reason"]
+    folder = ratchet.export(run_id, ratchet.home.parent / "export")
+    assert "jotted" in (folder / "evidence/research.1.policy-violation.patch").read_text()

@@ -15,7 +15,8 @@ from __future__ import annotations
 from tests.agents.conftest import KEYS, MakeRatchet
 from tests.agents.test_claude import SUBAGENTS
 from tests.e2e.harness import drive_to_done
-from tests.fakes.modelapi import ModelServer
+from tests.fakes.modelapi import CALC, ModelServer
+from tests.fakes.modelapi.script import Turns, read, write
 from tests.gitrepo import git
 
 ONLY_OPENAI = {"ANTHROPIC_API_KEY": ""}
@@ -48,3 +49,30 @@ def test_opencode_takes_a_run_with_subagents_from_research_to_done(
         assert steps[step]["cost_usd"] > 0, step
     assert sorted(e["subagent"] for e in usage["steps"] if "subagent" in e) == ["alpha", "beta"]
     assert usage["total"]["unpriced_runs"] == 0
+
+
+def test_opencode_refuses_a_research_model_that_writes_the_worktree(
+        agent_ratchet: MakeRatchet, model: ModelServer) -> None:
+    # The model jots notes into the worktree and reads a .env file before writing its
+    # analysis: opencode's permission config for research refuses the write (it has no
+    # read-only mode), the read asks and is rejected; both refusals reach the model, which
+    # goes on (without continue_loop_on_deny the rejection ended the session with no output),
+    # and the run is not stopped at the runner's worktree check. (Its shell is denied too:
+    # opencode then offers the model no shell tool at all.)
+    model.script.phases = {**CALC, "research": Turns(
+        (write("{worktree}/notes.md", "jotted\n"), read("{worktree}/.env"),
+         *CALC["research"].actions),
+        "Research written.")}
+    ratchet = agent_ratchet("opencode", env=ONLY_OPENAI)
+    created = ratchet.create()
+    assert created.returncode == 0, created.stderr
+    run_id = ratchet.run_id()
+    status = ratchet.status(run_id)
+    assert status["state"] == "awaiting_approval", status
+    assert [e["step"] for e in status["usage"]["steps"]] == ["research.1", "specify.1"]
+    folder = ratchet.export(run_id, ratchet.home.parent / "export")
+    assert "unittest" in (folder / "research/repository-analysis.md").read_text()
+    # Every turn was answered: the refusals reached the model as tool errors.
+    assert max(r.turn for r in model.phase_requests("research")) == 4
+    for worktree in (ratchet.home / "work" / "runs" / run_id).iterdir():
+        assert not (worktree / "notes.md").exists()
