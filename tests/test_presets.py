@@ -133,6 +133,34 @@ def test_codex_sums_every_completed_turn() -> None:
     }
 
 
+# What Codex 0.171.0 logs of the API's answers with the preset's RUST_LOG (codex_trace).
+CODEX_TRACE_LINE = ('2026-12-01T17:38:05.690899Z TRACE codex_api::sse::responses: SSE event: '
+                    '{"type":"response.completed","response":{"id":"resp_1","model":'
+                    '"gpt-5-codex-2025-09-15","status":"completed","usage":{"input_tokens":900,'
+                    '"input_tokens_details":{"cached_tokens":600},"output_tokens":40}}}\n')
+
+
+def test_codex_names_its_model_from_the_answers_it_logged() -> None:
+    record = parse_codex(CODEX_TRACE_LINE + noisy("codex.jsonl"))
+    # The turns' usage, not the answers' again; the model for the price table.
+    assert record == {"input_tokens": 25963 - 25472, "cache_read_tokens": 25472,
+                      "output_tokens": 200, "turns": 2, "model": "gpt-5-codex-2025-09-15"}
+
+
+def test_a_killed_codex_counts_the_answers_it_logged() -> None:
+    # Killed before any turn completed: each answer's usage, cached input once, partial.
+    assert parse_codex("{\"type\":\"turn.started\"}\n" + 2 * CODEX_TRACE_LINE) == {
+        "input_tokens": 600, "cache_read_tokens": 1200, "output_tokens": 80, "turns": 2,
+        "partial": True, "model": "gpt-5-codex-2025-09-15"}
+
+
+def test_codex_logs_the_api_events_it_reads() -> None:
+    # exec --json prints an answer only once whole; its log of each event shows it working.
+    assert preset("codex").phase_env is not None
+    assert preset("codex").phase_env("research", VALUES) == {
+        "RUST_LOG": "error,codex_api::sse::responses=trace"}
+
+
 def test_aider_sums_messages_and_takes_the_session_cost() -> None:
     assert parse_aider(noisy("aider.txt")) == {
         "input_tokens": 16200, "output_tokens": 1337, "cache_read_tokens": 1300, "turns": 2,

@@ -174,6 +174,13 @@ def test_codex_reconnect_notes_alone_are_not_the_failure() -> None:
     assert classify_codex(log + TEST_FAILURE) is None
 
 
+def test_the_model_words_codex_logs_are_not_its_failure() -> None:
+    # The API events Codex logs (the preset's RUST_LOG) hold what the model wrote.
+    said = ('2026-12-01T17:38:05Z TRACE codex_api::sse::responses: SSE event: {"type":'
+            '"response.output_text.delta","delta":"The server answers status 503: ECONNRESET"}')
+    assert classify_codex(said + "\n") is None
+
+
 @pytest.mark.parametrize(("error", "trouble"), [
     ({"name": "APIError", "data": {"message": "Overloaded", "statusCode": 529,
                                    "isRetryable": True}}, Trouble.TRANSIENT),

@@ -206,26 +206,55 @@ def _claude_partial(messages: Mapping[str, Mapping[str, Any]], model: object
     return record
 
 
+# What Codex logs of each model API event it reads (RUST_LOG, ``codex_trace``): one line each.
+_CODEX_SSE = re.compile(r"SSE event: (\{.*\})\s*$", re.MULTILINE)
+
+
+def _codex_api_events(text: str) -> Iterator[dict[str, Any]]:
+    """The Responses API events Codex logged (``response.completed`` names the model and
+    carries one answer's usage)."""
+    for match in _CODEX_SSE.finditer(text):
+        try:
+            value = json.loads(match.group(1))
+        except ValueError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get("response"), dict):
+            yield value
+
+
 def parse_codex(text: str) -> dict[str, Any]:
     """Codex's JSON events: the usage of every ``turn.completed``, summed. Its
     ``input_tokens`` include the cached ones: the record counts them once, as
-    ``cache_read_tokens``. Codex reports no cost (the price table adds one)."""
+    ``cache_read_tokens``. Codex reports no cost (the price table adds one) and its events name
+    no model: the model comes from the API's answers Codex logged (``codex_trace``), and so
+    does the usage of a session killed before its turn completed (each answer's ``usage``)."""
+    turns = [value["usage"] for value in _json_objects(text)
+             if value.get("type") == "turn.completed" and isinstance(value.get("usage"), dict)]
+    answers = [value["response"] for value in _codex_api_events(text)
+               if value.get("type") == "response.completed"]
+    partial = not turns and any(isinstance(a.get("usage"), dict) for a in answers)
+    usages = turns or [a["usage"] for a in answers if isinstance(a.get("usage"), dict)]
+    if not usages:
+        return {}
     sums = {"input_tokens": 0, "cache_read_tokens": 0, "output_tokens": 0}
-    turns = 0
-    for value in _json_objects(text):
-        if value.get("type") != "turn.completed" or not isinstance(value.get("usage"), dict):
-            continue
-        turns += 1
-        usage = value["usage"]
-        counts = {key: int(number) if (number := _number(usage.get(source))) and number > 0
-                  else 0 for key, source in (("input_tokens", "input_tokens"),
-                                             ("cache_read_tokens", "cached_input_tokens"),
-                                             ("output_tokens", "output_tokens"))}
-        cached = min(counts["cache_read_tokens"], counts["input_tokens"])
-        sums["input_tokens"] += counts["input_tokens"] - cached
+    for usage in usages:
+        details = usage.get("input_tokens_details")
+        cached_of = (details.get("cached_tokens") if isinstance(details, dict)
+                     else usage.get("cached_input_tokens"))
+        counts = [int(number) if (number := _number(value)) and number > 0 else 0
+                  for value in (usage.get("input_tokens"), cached_of,
+                                usage.get("output_tokens"))]
+        cached = min(counts[1], counts[0])
+        sums["input_tokens"] += counts[0] - cached
         sums["cache_read_tokens"] += cached
-        sums["output_tokens"] += counts["output_tokens"]
-    return {**sums, "turns": turns} if turns else {}
+        sums["output_tokens"] += counts[2]
+    record: dict[str, Any] = {**sums, "turns": len(usages)}
+    if partial:
+        record["partial"] = True
+    models = [a["model"] for a in answers if isinstance(a.get("model"), str) and a["model"]]
+    if models:
+        record["model"] = models[-1]
+    return record
 
 
 _AIDER_TOKENS = re.compile(
@@ -424,6 +453,18 @@ def opencode_config(phase: str, values: Mapping[str, str]) -> dict[str, str]:
     }
 
 
+# Codex's own log of every Responses API event it reads, on stderr: ``exec --json`` prints an
+# answer only once it is whole, so a long answer streaming showed nothing and the idle watch
+# ended a working session (0.171.0); the events also name the model, which its JSON never
+# does, for the price table. Errors stay at Codex's default level.
+CODEX_TRACE = "error,codex_api::sse::responses=trace"
+
+
+def codex_trace(phase: str, values: Mapping[str, str]) -> dict[str, str]:
+    """Codex's log filter (RUST_LOG), the same in every phase."""
+    return {"RUST_LOG": CODEX_TRACE}
+
+
 def codex_endpoint(env: Mapping[str, str]) -> tuple[str, ...]:
     """Codex 0.171 ignores OPENAI_BASE_URL: its endpoint is the ``openai_base_url`` config key
     (a TOML string; https://developers.openai.com/codex/config-reference)."""
@@ -494,6 +535,7 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
         install="npm install -g @openai/codex",
         docs="https://developers.openai.com/codex/noninteractive",
         env=("OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY"),
+        phase_env=codex_trace,
         last_message=CODEX_LAST_MESSAGE,
         classify=classify_codex,
         endpoint_args=codex_endpoint,

@@ -181,7 +181,9 @@ def classify_codex(text: str) -> ProviderError | None:
         elif value.get("type") == "error" and not str(value.get("message", "")).startswith(
                 "Reconnecting"):
             message = str(value.get("message") or "")
-    return _by_text(message or _plain(text)[-8192:], _CODEX_CREDENTIALS, _CODEX_OVERLOADED)
+    # Without one, its own error lines; not the API events it logs (the model's words).
+    own = "\n".join(line for line in _plain(text).splitlines() if "SSE event: " not in line)
+    return _by_text(message or own[-8192:], _CODEX_CREDENTIALS, _CODEX_OVERLOADED)
 
 
 # --- opencode, aider, goose ----------------------------------------------------------------

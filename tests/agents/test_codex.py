@@ -88,6 +88,7 @@ def test_codex_takes_a_run_with_subagents_from_research_to_done(
         reported = model.phase_requests(step.split(".")[0])
         assert steps[step]["output_tokens"] == sum(r.output_tokens for r in reported), step
         assert steps[step]["cost_usd"] > 0 and steps[step]["cost_priced_as"] == "*"
+        assert steps[step]["model"] == "ratchet-fake"  # read from the answers Codex logged
     assert sorted(e["subagent"] for e in usage["steps"] if "subagent" in e) == ["alpha", "beta"]
 
 
@@ -123,3 +124,48 @@ def test_a_tiny_dollar_budget_stops_a_codex_run(agent_ratchet: MakeRatchet,
     assert [e["step"] for e in status["usage"]["steps"]] == ["research.1"]
     assert status["usage"]["total"]["cost_usd"] > 0.0001
     assert {r.phase for r in model.phase_requests()} == {"research"}
+
+
+def test_a_refused_key_stops_a_codex_run_at_once_naming_what_to_set(
+        agent_ratchet: MakeRatchet, model: ModelServer, tmp_path: Path) -> None:
+    # Codex asks six times on a 401 too, then exits 1 with "unexpected status 401
+    # Unauthorized"; the runner does not retry it.
+    model.script.switches.fail_first = 1000
+    model.script.switches.fail_status = 401
+    ratchet = agent_ratchet("codex", env=codex_env(tmp_path))
+    assert ratchet.create().returncode == 1
+    run_id = ratchet.run_id()
+    status = ratchet.status(run_id)
+    assert (status["state"], status["step"], status["attempt"]) == (
+        "needs_human", "research.1", 1), status
+    assert "401" in status["reason"] and "set OPENAI_API_KEY" in status["reason"]
+    assert not [e for e in ratchet.events(run_id) if e["type"] == "STEP_RETRY_SCHEDULED"]
+    assert {r.status for r in model.requests} == {401}
+
+
+def test_a_200_kib_prompt_reaches_codex_on_stdin(agent_ratchet: MakeRatchet,
+                                                 model: ModelServer, tmp_path: Path) -> None:
+    ratchet = agent_ratchet("codex", env=codex_env(tmp_path))
+    body = ratchet.home.parent / "body.md"
+    body.write_text("Add calc.add(a, b).\n\n" + "Background that matters. " * (200 * 1024 // 25))
+    created = ratchet("run", "--repo", str(ratchet.repo), "--title", "Add calc", "--body-file",
+                      str(body))
+    assert created.returncode == 0, created.stderr
+    assert ratchet.status(ratchet.run_id())["state"] == "awaiting_approval"
+    assert min(r.size for r in model.phase_requests("research")) > 200 * 1024
+
+
+def test_a_slow_model_that_streams_is_not_ended_as_idle(agent_ratchet: MakeRatchet,
+                                                        model: ModelServer,
+                                                        tmp_path: Path) -> None:
+    # Research's final answer streams for twice the idle timeout, one event at a time.
+    model.script.switches.delay_s = 0.5
+    model.script.switches.text_chunks = 16
+    model.script.switches.slow_phase = "research"
+    ratchet = agent_ratchet("codex", config=CONFIG + "agent: {idle_timeout: 5}\n",
+                            env=codex_env(tmp_path))
+    created = ratchet.create()
+    assert created.returncode == 0, created.stderr
+    status = ratchet.status(ratchet.run_id())
+    assert status["state"] == "awaiting_approval", status
+    assert [e["step"] for e in status["usage"]["steps"]] == ["research.1", "specify.1"]
