@@ -39,11 +39,12 @@ PROMPT_FILE, OUTPUT, OUTPUT_DIR = VALUES["prompt_file"], VALUES["output"], VALUE
 # Every preset's argv per phase group: (research and specify, implement and repair).
 CLAUDE = ["claude", "-p", "--output-format", "stream-json", "--verbose",
           "--include-partial-messages", "--add-dir", OUTPUT_DIR]
-CODEX = ["codex", "exec", "--json", "--output-last-message",
-         f"{OUTPUT_DIR}/codex.last-message.md", "--sandbox", "workspace-write", "--add-dir",
-         OUTPUT_DIR, "-"]
+CODEX_EXEC = ["codex", "exec", "--json", "--output-last-message",
+              f"{OUTPUT_DIR}/codex.last-message.md", "--disable", "plugins", "-c",
+              "analytics.enabled=false"]
+CODEX = [*CODEX_EXEC, "--sandbox", "workspace-write", "--add-dir", OUTPUT_DIR, "-"]
 # Codex's subagents run without its own sandbox (Ratchet's binds their worktree read-only).
-CODEX_SUBAGENT = [*CODEX[:5], "--dangerously-bypass-approvals-and-sandbox", "-"]
+CODEX_SUBAGENT = [*CODEX_EXEC, "--dangerously-bypass-approvals-and-sandbox", "-"]
 EXPECTED = {
     "claude": (
         [*CLAUDE, "--permission-mode", "dontAsk", "--allowedTools",

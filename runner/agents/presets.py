@@ -399,8 +399,11 @@ _CLAUDE = ("claude -p --output-format stream-json --verbose --include-partial-me
 # make the mount points it protects (``.agents``, ``.codex``), so every command failed.
 # Subagents run with Codex's sandbox off: Ratchet's already lets them write only the output
 # folder.
+# Its plugins (fetched from github.com and chatgpt.com) and its analytics (ab.chatgpt.com) are
+# off: the egress proxy refuses those hosts, and each refusal was logged as the step's.
 CODEX_LAST_MESSAGE = "codex.last-message.md"
-_CODEX_EXEC = "codex exec --json --output-last-message {output_dir}/" + CODEX_LAST_MESSAGE
+_CODEX_EXEC = ("codex exec --json --output-last-message {output_dir}/" + CODEX_LAST_MESSAGE
+               + " --disable plugins -c analytics.enabled=false")
 _CODEX = _CODEX_EXEC + " --sandbox workspace-write --add-dir {output_dir} -"
 _CODEX_SUBAGENT = _CODEX_EXEC + " --dangerously-bypass-approvals-and-sandbox -"
 # aider (0.86.2): message-file mode, edits applied without asking, its history files and
