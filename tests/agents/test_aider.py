@@ -70,3 +70,16 @@ def test_aider_writing_the_worktree_in_research_stops_the_run_for_a_human(
     assert "research agent changed the worktree (notes.md)" in status["reason"]
     folder = ratchet.export(run_id, ratchet.home.parent / "export")
     assert "jotted" in (folder / "evidence/research.1.policy-violation.patch").read_text()
+
+
+def test_a_refused_key_stops_the_run_at_once_naming_the_variable(
+        agent_ratchet: MakeRatchet, model: ModelServer) -> None:
+    # aider prints litellm's AuthenticationError and exits 0 with no output; the runner reads
+    # it as refused credentials: no retry, the run stops saying what to set.
+    model.script.switches.fail_first = 1000
+    model.script.switches.fail_status = 401
+    ratchet = agent_ratchet("aider", env=AIDER_ENV)
+    assert ratchet.create().returncode != 0
+    status = ratchet.status(ratchet.run_id())
+    assert "OPENAI_API_KEY" in status["reason"], status["reason"]
+    assert [r.status for r in model.requests] == [401]

@@ -3,14 +3,16 @@ against the scripted model API behind the egress proxy's route.
 
 opencode's ``openai`` provider speaks the Responses API at ``OPENAI_BASE_URL``; the runner
 holds the key and the base URL, the agent gets the proxy's route and a placeholder. The
-runner holds no Anthropic key here, so ``openai`` is the one provider opencode can use (with
-both, the operator names the model in its seeded config). What happened is asserted from
+runner holds no other provider's key here, so ``openai`` is the one provider opencode can use
+(with several, the operator names the model in its seeded config). What happened is asserted from
 outside: the branch's code, the output files each phase wrote through opencode's own tools
 (its permission config lets it write the output folder, outside its project), the requests
 the model API received, and the ledger's usage.
 """
 
 from __future__ import annotations
+
+import json
 
 from tests.agents.conftest import KEYS, MakeRatchet
 from tests.agents.test_claude import SUBAGENTS
@@ -19,7 +21,9 @@ from tests.fakes.modelapi import CALC, ModelServer
 from tests.fakes.modelapi.script import Turns, read, write
 from tests.gitrepo import git
 
-ONLY_OPENAI = {"ANTHROPIC_API_KEY": ""}
+# With several providers' keys opencode picks the provider (and model) itself: an operator
+# names the model in its seeded config; here the runner holds only the OpenAI key.
+ONLY_OPENAI = {"ANTHROPIC_API_KEY": "", "GEMINI_API_KEY": ""}
 
 
 def test_opencode_takes_a_run_with_subagents_from_research_to_done(
@@ -76,3 +80,21 @@ def test_opencode_refuses_a_research_model_that_writes_the_worktree(
     assert max(r.turn for r in model.phase_requests("research")) == 4
     for worktree in (ratchet.home / "work" / "runs" / run_id).iterdir():
         assert not (worktree / "notes.md").exists()
+
+
+def test_a_rate_limited_model_is_retried_without_charging_an_attempt(
+        agent_ratchet: MakeRatchet, model: ModelServer) -> None:
+    # opencode retries a 429 a few times on its own (the answer says retry-after 0), then
+    # exits 1 with an APIError event (statusCode 429, isRetryable); the runner retries the step
+    # after a backoff, and the next session gets through.
+    model.script.switches.fail_first = 10
+    model.script.switches.fail_status = 429
+    ratchet = agent_ratchet("opencode", env=ONLY_OPENAI)
+    created = ratchet.create()
+    assert created.returncode == 0, created.stderr
+    run_id = ratchet.run_id()
+    assert ratchet.status(run_id)["state"] == "awaiting_approval"
+    assert [r.status for r in model.requests[:10]] == 10 * [429]
+    retried = [e for e in ratchet.events(run_id) if e["type"] == "STEP_RETRY_SCHEDULED"]
+    assert [e["step"] for e in retried] == ["research.1"]
+    assert "429" in json.dumps(retried)
