@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from app.settings import Settings, SettingsError, load_settings
 from app.words import CLI_WORDS, status_text
 from github.manifest import app_manifest
-from runner.agents.presets import PRESETS
+from runner.agents.presets import PRESETS, preset
 from runner.budget import BadRaise, parse_raise
 from runner.errors import LedgerUnavailable, RatchetError, StaleWrite, UnknownRun
 from runner.ledger import Store, open_store
@@ -59,6 +59,7 @@ examples:
   ratchet cancel r-20261130-1a2b3c4d --reason "superseded by #42"
   ratchet export r-20261130-1a2b3c4d ./runs
   ratchet verify --base main --json
+  ratchet agent try --agent gemini
 """
 
 
@@ -177,6 +178,15 @@ def build_parser() -> argparse.ArgumentParser:
     manifest.add_argument("--url", help="the service's public URL (RATCHET_PUBLIC_URL)")
     manifest.add_argument("--name", default="Ratchet", help="the App's name on GitHub")
     manifest.set_defaults(handler=cmd_github_app_manifest)
+
+    agent_cmd = sub.add_parser("agent", help="check an agent preset's setup")
+    agent_sub = agent_cmd.add_subparsers(dest="agent_command", required=True, metavar="ACTION")
+    trial = agent_sub.add_parser(
+        "try", help="report what the preset still needs, then run its CLI once against a"
+                    " trial model on 127.0.0.1 (sandbox and proxy as in a run; nothing billed)")
+    trial.add_argument("--agent", choices=sorted(PRESETS),
+                       help="the preset (default: RATCHET_AGENT)")
+    trial.set_defaults(handler=cmd_agent_try)
 
     serve = sub.add_parser("serve", help="the HTTP service (webhooks, API) under uvicorn")
     serve.add_argument("--host", default="127.0.0.1")
@@ -319,6 +329,27 @@ def cmd_github_app_manifest(args: argparse.Namespace, settings: Settings) -> int
     except ValueError as exc:
         return _error(str(exc), EXIT_USAGE)
     return EXIT_OK
+
+
+def cmd_agent_try(args: argparse.Namespace, settings: Settings) -> int:
+    from app.agent_try import run_trial, setup_findings
+
+    name = args.agent or settings.agent
+    if not name:
+        return _error("name a preset: --agent " + "|".join(sorted(PRESETS))
+                      + " (or set RATCHET_AGENT)", EXIT_USAGE)
+    chosen = preset(name)
+    engine = settings.engine_settings()
+    findings = setup_findings(chosen, engine)
+    for finding in findings:
+        print(finding.line(), flush=True)
+    if all(finding.ok for finding in findings):
+        verdict = run_trial(chosen, engine)
+        print(verdict.line().replace("MISSING ", "FAILED  "))
+        findings.append(verdict)
+    else:
+        print(f"{'skipped':8} trial: fix what is missing first")
+    return EXIT_OK if all(finding.ok for finding in findings) else EXIT_USAGE
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:

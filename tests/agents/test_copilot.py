@@ -59,3 +59,13 @@ def test_a_read_only_copilot_phase_cannot_run_the_shell(agent_ratchet: MakeRatch
     assert ratchet.status(ratchet.run_id())["state"] == "awaiting_approval"
     assert "denied" in model.phase_requests("research")[1].tool_output
     assert "shell-ran" not in git(ratchet.repo, "ls-files")
+
+
+def test_agent_try_runs_copilot_against_the_trial_model(agent_ratchet: MakeRatchet,
+                                                         model: ModelServer) -> None:
+    ratchet = agent_ratchet("copilot", env=BYOK)
+    done = ratchet("agent", "try", "--agent", "copilot", timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "GitHub Copilot CLI 1.0.102" in done.stdout
+    assert "ok       trial: copilot reached the trial model" in done.stdout
+    assert not model.requests

@@ -61,3 +61,13 @@ def test_a_refused_gemini_key_stops_the_run_naming_the_variable(
     assert "GEMINI_API_KEY" in text
     # Refused once, not retried: credentials are the operator's to fix.
     assert [r.status for r in model.requests if r.phase] == [401]
+
+
+def test_agent_try_runs_gemini_against_the_trial_model(agent_ratchet: MakeRatchet,
+                                                        model: ModelServer) -> None:
+    ratchet = agent_ratchet("gemini")
+    done = ratchet("agent", "try", "--agent", "gemini", timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "(version 0.61.0)" in done.stdout
+    assert "ok       trial: gemini reached the trial model" in done.stdout
+    assert not model.requests  # the trial never reaches the configured endpoint
