@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from tests.agents.conftest import KEYS, MakeRatchet
 from tests.agents.test_claude import SUBAGENTS
-from tests.e2e.harness import drive_to_done
+from tests.e2e.harness import CONFIG, drive_to_done
 from tests.fakes.modelapi import CALC, ModelServer
 from tests.fakes.modelapi.script import Turns, write
 from tests.gitrepo import git
@@ -83,3 +83,20 @@ def test_a_refused_key_stops_the_run_at_once_naming_the_variable(
     status = ratchet.status(ratchet.run_id())
     assert "OPENAI_API_KEY" in status["reason"], status["reason"]
     assert [r.status for r in model.requests] == [401]
+
+
+def test_a_slow_model_that_streams_is_not_ended_as_idle(agent_ratchet: MakeRatchet,
+                                                        model: ModelServer) -> None:
+    # Research's one answer streams for twice the idle timeout, one event at a time; aider
+    # prints each piece as it arrives. The timeout leaves aider the seconds it takes to print
+    # anything when it starts (importing litellm).
+    model.script.switches.delay_s = 0.5
+    model.script.switches.text_chunks = 64
+    model.script.switches.slow_phase = "research"
+    ratchet = agent_ratchet("aider", config=CONFIG + "agent: {idle_timeout: 15}\n",
+                            env=AIDER_ENV)
+    created = ratchet.create()
+    assert created.returncode == 0, created.stderr
+    status = ratchet.status(ratchet.run_id())
+    assert status["state"] == "awaiting_approval", status
+    assert [e["step"] for e in status["usage"]["steps"]] == ["research.1", "specify.1"]

@@ -98,3 +98,4 @@ def test_a_rate_limited_model_is_retried_without_charging_an_attempt(
     retried = [e for e in ratchet.events(run_id) if e["type"] == "STEP_RETRY_SCHEDULED"]
     assert [e["step"] for e in retried] == ["research.1"]
     assert "429" in json.dumps(retried)
+
