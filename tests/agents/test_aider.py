@@ -100,3 +100,15 @@ def test_a_slow_model_that_streams_is_not_ended_as_idle(agent_ratchet: MakeRatch
     status = ratchet.status(ratchet.run_id())
     assert status["state"] == "awaiting_approval", status
     assert [e["step"] for e in status["usage"]["steps"]] == ["research.1", "specify.1"]
+
+
+def test_a_200_kib_prompt_reaches_the_model(agent_ratchet: MakeRatchet,
+                                            model: ModelServer) -> None:
+    ratchet = agent_ratchet("aider", env=AIDER_ENV)
+    body = ratchet.home.parent / "body.md"
+    body.write_text("Add calc.add(a, b).\n\n" + "Background that matters. " * (200 * 1024 // 25))
+    created = ratchet("run", "--repo", str(ratchet.repo), "--title", "Add calc", "--body-file",
+                      str(body))
+    assert created.returncode == 0, created.stderr
+    assert ratchet.status(ratchet.run_id())["state"] == "awaiting_approval"
+    assert min(r.size for r in model.phase_requests("research")) > 200 * 1024

@@ -99,3 +99,15 @@ def test_a_rate_limited_model_is_retried_without_charging_an_attempt(
     assert [e["step"] for e in retried] == ["research.1"]
     assert "429" in json.dumps(retried)
 
+
+
+def test_a_200_kib_prompt_reaches_the_model(agent_ratchet: MakeRatchet,
+                                            model: ModelServer) -> None:
+    ratchet = agent_ratchet("opencode", env=ONLY_OPENAI)
+    body = ratchet.home.parent / "body.md"
+    body.write_text("Add calc.add(a, b).\n\n" + "Background that matters. " * (200 * 1024 // 25))
+    created = ratchet("run", "--repo", str(ratchet.repo), "--title", "Add calc", "--body-file",
+                      str(body))
+    assert created.returncode == 0, created.stderr
+    assert ratchet.status(ratchet.run_id())["state"] == "awaiting_approval"
+    assert min(r.size for r in model.phase_requests("research")) > 200 * 1024
