@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 
 from tests.agents.conftest import KEYS, MakeRatchet
+from tests.agents.test_claude import SUBAGENTS
 from tests.e2e.harness import CONFIG, drive_to_done
 from tests.fakes.modelapi import CALC, ModelServer
 from tests.gitrepo import git
@@ -23,9 +24,9 @@ PRICES = {"*": {"input": 0.3, "output": 2.5}}
 MODEL = {"GEMINI_MODEL": "gemini-2.5-flash"}
 
 
-def test_gemini_takes_a_run_from_research_to_done(agent_ratchet: MakeRatchet,
+def test_gemini_takes_a_run_with_subagents_from_research_to_done(agent_ratchet: MakeRatchet,
                                                   model: ModelServer) -> None:
-    ratchet = agent_ratchet("gemini", env={**MODEL,
+    ratchet = agent_ratchet("gemini", config=SUBAGENTS, env={**MODEL,
                                               "RATCHET_AGENT_PRICES": json.dumps(PRICES)})
     run_id, _ = drive_to_done(ratchet)
 
@@ -38,6 +39,12 @@ def test_gemini_takes_a_run_from_research_to_done(agent_ratchet: MakeRatchet,
         assert turns == list(range(len(CALC[phase].actions) + 1)), (phase, turns)
     assert "FAIL: test_add" in model.phase_requests("implement")[3].tool_output
     folder = ratchet.export(run_id, ratchet.home.parent / "export")
+    # Two read-only subagents wrote their findings and notes outside their worktree.
+    assert sorted(r.turn for r in model.phase_requests("subagent") if r.status == 200) == \
+        sorted(2 * list(range(len(CALC["subagent"].actions) + 1)))
+    for name in ("alpha", "beta"):
+        assert "The README is one line." in (folder / f"subagents/{name}.md").read_text()
+    assert (folder / "prompts/specify.1.md").read_text().count("The package is tiny.") == 2
     assert (folder / "spec.md").read_text().startswith("# Spec")
     assert (folder / "implementation/summary.md").read_text() == "Implemented calc.add.\n"
     # The runner's key, added by the proxy, on every request; never the placeholder.
@@ -71,3 +78,28 @@ def test_agent_try_runs_gemini_against_the_trial_model(agent_ratchet: MakeRatche
     assert "(version 0.61.0)" in done.stdout
     assert "ok       trial: gemini reached the trial model" in done.stdout
     assert not model.requests  # the trial never reaches the configured endpoint
+
+
+def test_an_unavailable_model_does_not_fail_the_run(agent_ratchet: MakeRatchet,
+                                                    model: ModelServer) -> None:
+    # Gemini CLI waits out a 503 on its own (with backoff: minutes before it gives up, when
+    # the runner's classifier takes over, tests/test_provider_errors.py).
+    model.script.switches.fail_first = 2
+    model.script.switches.fail_status = 503
+    ratchet = agent_ratchet("gemini", config=CONFIG, env=MODEL)
+    created = ratchet.create()
+    assert created.returncode == 0, created.stderr
+    assert ratchet.status(ratchet.run_id())["state"] == "awaiting_approval"
+    assert [r.status for r in model.requests[:3]] == [503, 503, 200]
+
+
+def test_a_200_kib_prompt_reaches_the_model(agent_ratchet: MakeRatchet,
+                                            model: ModelServer) -> None:
+    ratchet = agent_ratchet("gemini", config=CONFIG, env=MODEL)
+    body = ratchet.home.parent / "body.md"
+    body.write_text("Add calc.add(a, b).\n\n" + "Background that matters. " * (200 * 1024 // 25))
+    created = ratchet("run", "--repo", str(ratchet.repo), "--title", "Add calc", "--body-file",
+                      str(body))
+    assert created.returncode == 0, created.stderr
+    assert ratchet.status(ratchet.run_id())["state"] == "awaiting_approval"
+    assert min(r.size for r in model.phase_requests("research")) > 200 * 1024
