@@ -146,9 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--limit", type=int, default=50)
     runs.set_defaults(handler=cmd_runs)
 
-    from app.verify_cli import configure_parser, run_verify
+    from app.verify_cli import VERIFY_HELP, configure_parser, run_verify
 
-    verify = sub.add_parser("verify", help="run the deterministic verification plan")
+    verify = sub.add_parser("verify", help=VERIFY_HELP)
     configure_parser(verify)
     verify.set_defaults(
         handler=lambda args, settings: run_verify(args, settings.sandbox_policy(),

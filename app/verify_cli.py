@@ -13,31 +13,37 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import logging
 import os
 import sys
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plumbing.git import GitError
 from runner.config import read_repository_config
-from runner.egress import egress
-from runner.network import NetworkSettings
-from runner.sandbox import Sandbox, SandboxUnavailable
 from verification.config import CONFIG_PATH, ConfigError
-from verification.evidence import EvidenceBundle, EvidenceReport, build_bundle, render_markdown
-from verification.execute import CheckResult
 from verification.explain import render_text
 from verification.pipeline import Candidate, Verification, plan_verification
 from verification.plan import Plan, PlanResult
 from verification.revisions import RevisionError, default_base, open_repository, resolve_revision
 from verification.tree import TreeError
 
+# Running checks (the sandbox, the egress proxy, the evidence) loads only when checks run:
+# `--plan-only` and `--explain` start in a fraction of the time (`main`).
+if TYPE_CHECKING:
+    from runner.network import NetworkSettings
+    from runner.sandbox import Sandbox
+    from verification.evidence import EvidenceBundle
+    from verification.execute import CheckResult
+
 # Exit statuses of `ratchet verify`.
 EXIT_PASSED = 0  # every planned check passed, or nothing needed checking
 EXIT_FAILED = 1  # a check failed, timed out, or could not run (its setup failed)
 EXIT_USAGE = 2  # usage, configuration or execution error: nothing was verified
 EXIT_UNVERIFIED = 3  # nothing verifies this change (conclusion neutral)
+
+VERIFY_HELP = "run the deterministic verification plan"
 
 EXAMPLES = """\
 examples:
@@ -78,6 +84,33 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def main(argv: Sequence[str]) -> int:
+    """``ratchet [-v] verify ...`` on its own (``app.entry``): the operator's settings (the
+    sandbox, the network, RATCHET_CHECK_ENV) load only once there are checks to run, so
+    planning never pays for them."""
+    parser = argparse.ArgumentParser(prog="ratchet")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: debug)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    configure_parser(sub.add_parser("verify", help=VERIFY_HELP))
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr,
+    )
+    planned = _plan(args)
+    if isinstance(planned, int):
+        return planned
+    from app.settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        print(f"ratchet: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return _run(args, planned, settings.sandbox_policy(), settings.network_settings(),
+                settings.check_env_names)
+
+
 def run_verify(args: argparse.Namespace, sandbox: Sandbox, network: NetworkSettings,
                allowed_env: Collection[str] = ()) -> int:
     """Run `ratchet verify` with parsed arguments; return the exit status.
@@ -86,6 +119,15 @@ def run_verify(args: argparse.Namespace, sandbox: Sandbox, network: NetworkSetti
     reaching what ``verify.network`` lists within the operator's ``network`` settings.
     An empty plan creates no worktree; every error is one line on stderr and status 2.
     """
+    planned = _plan(args)
+    if isinstance(planned, int):
+        return planned
+    return _run(args, planned, sandbox, network, allowed_env)
+
+
+def _plan(args: argparse.Namespace) -> Verification | int:
+    """The verification `args` ask for, or the exit status when that is all they ask for
+    (`--plan-only`, `--explain`) or planning failed."""
     try:
         repo = open_repository(args.repo)
         base = resolve_revision(repo, args.base) if args.base else default_base(repo)
@@ -116,7 +158,14 @@ def run_verify(args: argparse.Namespace, sandbox: Sandbox, network: NetworkSetti
                 print(f"{check.key}\t{check.kind}\t{check.command}")
         _note_unverified(plan)
         return planned_status
+    return verification
 
+
+def _run(args: argparse.Namespace, verification: Verification, sandbox: Sandbox,
+         network: NetworkSettings, allowed_env: Collection[str]) -> int:
+    from runner.sandbox import SandboxUnavailable
+
+    plan = verification.plan
     try:
         bundle = run_checks(verification, sandbox, network, allowed_env)
         if args.bundle is not None:
@@ -144,6 +193,8 @@ def run_checks(verification: Verification, sandbox: Sandbox,
     the network through an egress proxy (a blocked connection is a line in its check's log).
     ``untrusted`` code (a pull request's head on ``pull_request_target``) gets no
     ``verify.env`` variable at all."""
+    from runner.egress import egress
+
     policy = network.for_checks(verification.config.network) if sandbox.confined else None
     with egress(policy, label="verify") as proxy:
         return verification.run(sandbox, host_env=os.environ, allowed_env=allowed_env,
@@ -227,6 +278,8 @@ def _result_json(bundle: EvidenceBundle) -> dict[str, Any]:
 
 def write_bundle(folder: Path, bundle: EvidenceBundle) -> EvidenceBundle:
     """Write the bundle's files; return it with the written logs' hashes as artifacts."""
+    from verification.evidence import EvidenceReport, build_bundle, render_markdown
+
     folder.mkdir(parents=True, exist_ok=True)
     artifacts: dict[str, str] = {}
     by_key = {check.key: check for check in bundle.plan.checks}

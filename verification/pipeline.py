@@ -21,16 +21,20 @@ import functools
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from plumbing.git import Git
 from verification.config import VerifyConfig
-from verification.evidence import EvidenceBundle, build_bundle
-from verification.execute import CheckResult, check_environment, execute_plan
 from verification.model import Plan, PlannedCheck
 from verification.plan import PlanResult, plan_change
 from verification.revisions import changed_files, checkout, diff_stat, merge_base
 from verification.tree import GitRevisionTree, GitTree, Tree
+
+# Running and bundling load with `Verification.run`: `ratchet verify --plan-only` and
+# `--explain` plan without them.
+if TYPE_CHECKING:
+    from verification.evidence import EvidenceBundle
+    from verification.execute import CheckResult
 
 
 class Sandbox(Protocol):
@@ -125,6 +129,9 @@ class Verification:
         are listed in the evidence. Raises ``SandboxUnavailable`` (from ``sandbox.check``) and
         RevisionError (a worktree of the head, the diff stat).
         """
+        from verification.evidence import build_bundle
+        from verification.execute import check_environment, execute_plan
+
         plan = self.plan
         repo = self.candidate.repo
         if plan.is_empty:
