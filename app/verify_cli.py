@@ -250,7 +250,9 @@ def _plan_json(plan: Plan) -> dict[str, Any]:
     return {
         "hash": plan.sha256,
         "checks": [
-            {"id": c.id, "workspace": c.workspace, "kind": c.kind, "command": c.command}
+            {"id": c.id, "workspace": c.workspace, "kind": c.kind, "command": c.command,
+             # The graph: the setups and checks that pass before it starts.
+             "needs": {"setup": list(c.setups), "checks": list(c.needs)}}
             for c in plan.checks
         ],
     }
@@ -267,6 +269,7 @@ def _result_json(bundle: EvidenceBundle) -> dict[str, Any]:
                 "exit_code": r.exit_code,
                 "duration_s": r.duration_s,
                 "log_sha256": r.log_sha256,
+                **({"reason": r.reason} if r.reason else {}),
             }
             for r in bundle.results
         ],

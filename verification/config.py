@@ -146,6 +146,9 @@ class CheckConfig(ConfigModel):
     run: str = Field(min_length=1)
     timeout: float | None = Field(default=None, gt=0)
     junit: str | None = None
+    # Checks that must pass before this one starts: an id of the same workspace's checks, or
+    # `folder:id` for another configured workspace's (see `VerifyConfig.needs_keys`).
+    needs: list[str] = []
 
     @field_validator("junit")
     @classmethod
@@ -240,7 +243,75 @@ class VerifyConfig(ConfigModel):
                 "the root workspace is configured twice (verify.checks and a workspace with "
                 "path '.'); keep one"
             )
+        _acyclic(*self._needs())
         return self
+
+    def needs_keys(self) -> dict[str, list[str]]:
+        """Each configured check's key and the keys of the checks it needs. A need names a
+        check of the same workspace by its id, another workspace's by `folder:id`."""
+        return self._needs()[0]
+
+    def _needs(self) -> tuple[dict[str, list[str]], dict[str, tuple[Any, ...]]]:
+        """`needs_keys`, and where each check's `needs` are in the file; a need that names no
+        configured check is a `_Located` error at its line."""
+        folders: list[tuple[str, list[CheckConfig], tuple[Any, ...]]] = [
+            (".", self.checks, ("checks",))]
+        folders += [(w.path, w.checks, ("workspaces", i, "checks"))
+                    for i, w in enumerate(self.workspaces)]
+        keys = {_key(folder, c.id) for folder, checks, _ in folders for c in checks}
+        found: dict[str, list[str]] = {}
+        places: dict[str, tuple[Any, ...]] = {}
+        for folder, checks, loc in folders:
+            for index, check in enumerate(checks):
+                resolved = found[_key(folder, check.id)] = []
+                places[_key(folder, check.id)] = (*loc, index, "needs")
+                for position, need in enumerate(check.needs):
+                    key = _key(folder, need) if _key(folder, need) in keys else need
+                    if key not in keys:
+                        raise _Located((*loc, index, "needs", position),
+                                       f"no configured check {need!r}: name a check of the same "
+                                       "workspace by its id, or another's as 'folder:id'")
+                    resolved.append(key)
+        return found, places
+
+
+class _Located(ValueError):
+    """A problem at a field below the model that found it (`loc` relative to that model), so
+    the error names that field's line."""
+
+    def __init__(self, loc: tuple[Any, ...], problem: str) -> None:
+        super().__init__(problem)
+        self.loc = loc
+
+
+def _key(folder: str, check_id: str) -> str:
+    return check_id if folder == "." else f"{folder}:{check_id}"
+
+
+def _acyclic(needs: dict[str, list[str]], places: dict[str, tuple[Any, ...]]) -> None:
+    """Refuse a cycle of needs, naming it, at the `needs` of the check it starts from."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for start in needs:
+        stack = [(start, iter(needs[start]))]
+        path = [start]
+        if state.get(start):
+            continue
+        state[start] = 1
+        while stack:
+            node, rest = stack[-1]
+            following = next(rest, None)
+            if following is None:
+                state[node] = 2
+                stack.pop()
+                path.pop()
+            elif state.get(following) == 1:
+                cycle = " -> ".join([*path[path.index(following):], following])
+                raise _Located(places[following],
+                               f"the checks' needs form a cycle ({cycle}); remove one need")
+            elif not state.get(following):
+                state[following] = 1
+                stack.append((following, iter(needs.get(following, ()))))
+                path.append(following)
 
 
 def read_config_file(repo_root: Path) -> bytes | None:
@@ -530,6 +601,9 @@ def _config_error(
     errors = exc.errors()
     error = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = tuple(error["loc"])
+    located = error.get("ctx", {}).get("error")
+    if isinstance(located, _Located):
+        loc += located.loc
     line = None
     for end in range(len(loc), 0, -1):
         if loc[:end] in lines:

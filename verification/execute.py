@@ -1,10 +1,13 @@
 """Run a plan's checks: in parallel, each in its own process group, each with a timeout.
 
 Every check runs as `/bin/sh -c <command>` with its workspace folder as cwd and its output
-(stdout and stderr together) captured by a `LogCapture`. A workspace's setup commands run once,
-before its checks, after the setups of the workspaces it `uses` (an install root's install, run
-once for all its members); when a setup fails, the checks waiting for it are reported as
-`error` without running. A
+(stdout and stderr together) captured by a `LogCapture`. The plan is a graph: a check starts
+once the setups it needs (its install root's install, run once for all its members, then its
+own workspace's) and the checks it needs (a dependency's build) have passed, and no running
+check writes a folder overlapping its own (a root build and a package's build never run at
+once); everything else runs in parallel. When a setup fails, the checks waiting for it are
+reported as `error` without running; when a needed check does not pass, its dependents are
+`skipped`, their `reason` naming it. A
 check past its timeout has its whole process group sent SIGTERM, then SIGKILL, so children it
 spawned die with it. Results reach the caller one at a time, on the caller's own thread, so the
 caller can persist each in a database connection that belongs to that thread.
@@ -24,6 +27,7 @@ Reports are read without following symlinks and with a size cap.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import signal
@@ -42,6 +46,7 @@ from plumbing.files import UnsafePath, read_beneath
 from plumbing.process import signal_group, stop_group
 from verification.capture import LogCapture
 from verification.junit import FailedTest, JUnitError, TestSummary, parse_junit
+from verification.model import overlaps
 from verification.plan import Plan, PlannedCheck
 
 logger = logging.getLogger(__name__)
@@ -120,6 +125,7 @@ class CheckResult:
     junit: TestSummary | None = None
     reused: bool = False
     log_omitted: int = 0
+    reason: str = ""  # why a check did not run (`skipped`: the need that did not pass)
 
     @property
     def passed(self) -> bool:
@@ -145,6 +151,7 @@ class CheckResult:
             "junit": self.junit.to_dict() if self.junit is not None else None,
             "reused": self.reused,
             "log_omitted": self.log_omitted,
+            "reason": self.reason,
         }
 
     @classmethod
@@ -193,25 +200,21 @@ def execute_plan(
         if on_result is not None:
             on_result(result)
 
-    to_run: dict[str, list[PlannedCheck]] = {}
+    to_run: list[PlannedCheck] = []
     for check in plan.checks:
         earlier = reuse(check) if reuse is not None else None
         if earlier is not None:
             report(replace(earlier, reused=True))
         else:
-            to_run.setdefault(check.workspace, []).append(check)
+            to_run.append(check)
     setups = {workspace.path: workspace.setup for workspace in plan.workspaces}
-    # Each workspace runs the setups it uses (an install root's, shared), then its own.
-    chains = {
-        workspace: [u for u in (*_uses(plan, workspace), workspace) if setups.get(u)]
-        for workspace in to_run
-    }
-    timeouts: dict[str, float] = {}
-    for workspace, chain in chains.items():
-        for name in chain:
-            longest = max(check.timeout for check in to_run[workspace])
-            timeouts[name] = max(timeouts.get(name, 0.0), longest)
+    chains = {check.key: [u for u in _setups(plan, check) if setups.get(u)] for check in to_run}
+    timeouts: dict[str, float] = {}  # a setup may take as long as the longest check after it
+    for check in to_run:
+        for name in chains[check.key]:
+            timeouts[name] = max(timeouts.get(name, 0.0), check.timeout)
     order = {check.key: index for index, check in enumerate(plan.checks)}
+    planned = set(order)
 
     with (
         tempfile.TemporaryDirectory(prefix="ratchet-verify-") as scratch,
@@ -228,52 +231,89 @@ def execute_plan(
         runner.env.update(HOME=str(home), TMPDIR="/tmp")
         futures: dict[Future[Any], tuple[str, str, int]] = {}  # (what, name, plan order)
         outcomes: dict[str, CheckResult | None] = {}  # finished setups: None when they passed
-        waiting: dict[str, list[str]] = {}  # running setup -> workspaces waiting for it
+        started: set[str] = set()  # setups started
+        writing: dict[str, tuple[str, ...]] = {}  # running check -> the folders it writes
 
-        def advance(workspace: str) -> None:
-            """Start the next setup `workspace` needs, or its checks once all have passed."""
-            chain = chains[workspace]
-            while chain:
-                name = chain[0]
+        def ready(check: PlannedCheck) -> CheckResult | bool:
+            """True when `check` may start now, False while it waits, or the result it gets
+            without running (a setup failed: `error`; a needed check did not pass: `skipped`)."""
+            for name in chains[check.key]:
                 if name not in outcomes:
-                    if name not in waiting:
-                        first = min(order[c.key] for c in to_run[workspace])
+                    if name not in started:
+                        started.add(name)
                         future = pool.submit(runner.run_setup, name, setups[name], timeouts[name])
-                        futures[future] = ("setup", name, first)
-                    waiting.setdefault(name, []).append(workspace)
-                    return
+                        futures[future] = ("setup", name, order[check.key])
+                    return False
                 failure = outcomes[name]
                 if failure is not None:
-                    for check in to_run[workspace]:
-                        report(replace(failure, **_identity(check)))
-                    return
-                chain.pop(0)
-            for check in to_run[workspace]:
-                future = pool.submit(runner.run_check, check)
-                futures[future] = ("check", check.key, order[check.key])
+                    return replace(failure, **_identity(check))
+            for need in check.needs:
+                if need not in planned:
+                    continue  # not part of this plan: nothing to wait for
+                if need not in results:
+                    return False
+                if not results[need].passed:
+                    return _skipped(check, f"it needs {need!r}, which did not pass "
+                                           f"({results[need].status})")
+            return not any(_overlap(check.writes, folders) for folders in writing.values())
 
-        for workspace in to_run:
-            advance(workspace)
+        def advance() -> None:
+            """Start every waiting check whose needs have passed, in plan order."""
+            for check in list(to_run):
+                state = ready(check)
+                if state is False:
+                    continue
+                to_run.remove(check)
+                if isinstance(state, CheckResult):
+                    report(state)
+                    continue
+                writing[check.key] = check.writes
+                futures[pool.submit(runner.run_check, check)] = ("check", check.key,
+                                                                 order[check.key])
+
         try:
+            advance()
             while futures:
                 done, _ = wait(futures, return_when=FIRST_COMPLETED)
                 # Several can finish together; report those in plan order.
                 for future in sorted(done, key=lambda f: futures[f][2]):
                     what, name, _ = futures.pop(future)
                     if what == "check":
+                        writing.pop(name, None)
                         report(future.result())
-                        continue
-                    outcomes[name] = future.result()
-                    for workspace in waiting.pop(name, []):
-                        advance(workspace)
+                    else:
+                        outcomes[name] = future.result()
+                advance()
         except BaseException:
             runner.stop_all()
             raise
+        for check in to_run:  # only a cycle of needs leaves checks waiting with nothing running
+            waited = next(n for n in check.needs if n not in results)
+            report(_skipped(check, f"it needs {waited!r}, and their needs form a cycle"))
     return [results[check.key] for check in plan.checks]
 
 
-def _uses(plan: Plan, workspace: str) -> tuple[str, ...]:
-    return next((w.uses for w in plan.workspaces if w.path == workspace), ())
+def _setups(plan: Plan, check: PlannedCheck) -> tuple[str, ...]:
+    """The workspaces whose setup runs before `check`: as the check declares them, else (a plan
+    recorded before checks declared them) the install roots its workspace uses, then its own."""
+    if check.setups:
+        return check.setups
+    uses = next((w.uses for w in plan.workspaces if w.path == check.workspace), ())
+    return (*uses, check.workspace)
+
+
+def _overlap(writes: tuple[str, ...], others: tuple[str, ...]) -> bool:
+    return any(overlaps(one, other) for one in writes for other in others)
+
+
+def _skipped(check: PlannedCheck, reason: str) -> CheckResult:
+    """The result of a check not run because a check it needs did not pass (`reason`)."""
+    log = f"ratchet: skipped: {reason}; it did not run.\n"
+    return CheckResult(
+        **_identity(check), status="skipped", exit_code=None, duration_s=0.0,
+        log_sha256=hashlib.sha256(log.encode()).hexdigest(), log_size=len(log.encode()), log=log,
+        reason=reason,
+    )
 
 
 def _identity(check: PlannedCheck) -> dict[str, str]:

@@ -55,6 +55,7 @@ class DependencyGraph:
 
     edges: list[Edge] = field(default_factory=list)
     _dependents: dict[str, list[Edge]] = field(default_factory=dict)
+    _dependencies: dict[str, dict[str, None]] = field(default_factory=dict)
 
     def add(self, dependent: str | None, dependency: str | None, reason: str) -> None:
         if dependent is None or dependency is None or dependent == dependency:
@@ -62,6 +63,11 @@ class DependencyGraph:
         edge = Edge(dependent, dependency, reason)
         self.edges.append(edge)
         self._dependents.setdefault(dependency, []).append(edge)
+        self._dependencies.setdefault(dependent, {})[dependency] = None
+
+    def dependencies(self, workspace: str) -> list[str]:
+        """The workspaces `workspace` depends on directly, in declaration order, once each."""
+        return list(self._dependencies.get(workspace, ()))
 
     def dependents(self, workspace: str) -> list[Edge]:
         """The edges of the workspaces that depend on `workspace` directly."""

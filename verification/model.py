@@ -2,8 +2,13 @@
 
 Pure. The JSON is canonical (sorted keys, no insignificant whitespace, ASCII), so the same plan
 always has the same hash. Fields added after the first version (`locations`, `unverified`, a
-workspace's `uses`) appear only when set: a plan that does not need them keeps the hash it
-always had.
+workspace's `uses`, a check's `needs` and `writes`) appear only when set: a plan that does not
+need them keeps the hash it always had.
+
+The checks form a graph: a check's `needs` are the setups (install roots' and its own
+workspace's) and the checks (a dependency's build) that must pass before it starts, and its
+`writes` the folders its outputs go below, which no other check writing an overlapping folder
+may touch at the same time (`execute.py`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,13 @@ from plumbing.files import printable_path
 
 @dataclass(frozen=True)
 class PlannedCheck:
-    """One check to run: a shell command in a workspace folder, with its timeout."""
+    """One check to run: a shell command in a workspace folder, with its timeout.
+
+    `needs` are the keys of the checks that must pass before it starts (a dependency's build);
+    `setups` the workspaces whose setup must pass first, in order (its install root's, then its
+    own). `writes` are the folders (relative to the root) its outputs go below: two checks
+    whose folders overlap never run at once.
+    """
 
     id: str
     workspace: str
@@ -28,6 +39,9 @@ class PlannedCheck:
     command: str
     timeout: float
     junit: str | None
+    needs: tuple[str, ...] = ()
+    setups: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -110,6 +124,8 @@ class Plan:
                     "command": c.command,
                     "timeout": float(c.timeout),
                     "junit": c.junit,
+                    **_needs(c),
+                    **_optional("writes", list(c.writes)),
                 }
                 for c in self.checks
             ],
@@ -135,6 +151,9 @@ class Plan:
                     command=c["command"],
                     timeout=float(c["timeout"]),
                     junit=c["junit"],
+                    needs=tuple(c.get("needs", {}).get("checks", ())),
+                    setups=tuple(c.get("needs", {}).get("setup", ())),
+                    writes=tuple(c.get("writes", ())),
                 )
                 for c in data["checks"]
             ),
@@ -152,6 +171,18 @@ def _optional(name: str, value: list[str]) -> dict[str, list[str]]:
     return {name: value} if value else {}
 
 
+def _needs(check: PlannedCheck) -> dict[str, Any]:
+    """`needs` as the plan shows it: the setups (workspace paths) and the checks (keys)."""
+    needs = {**_optional("setup", list(check.setups)), **_optional("checks", list(check.needs))}
+    return {"needs": needs} if needs else {}
+
+
+def overlaps(one: str, other: str) -> bool:
+    """True when two folders (relative to the root) are the same or one holds the other."""
+    return one == other or one == "." or other == "." or other.startswith(one + "/") \
+        or one.startswith(other + "/")
+
+
 def shown(plan: Plan) -> Plan:
     """Names that are not UTF-8 (surrogate escapes from ``os.fsdecode``) become their shown
     form, ``\\xNN`` for each byte, so the plan can be stored and printed; ``locations`` keeps
@@ -164,9 +195,18 @@ def shown(plan: Plan) -> Plan:
     return Plan(
         tuple(replace(w, path=renamed.get(w.path, w.path),
                       uses=tuple(renamed.get(u, u) for u in w.uses)) for w in plan.workspaces),
-        tuple(replace(c, workspace=renamed.get(c.workspace, c.workspace)) for c in plan.checks),
+        tuple(replace(c, workspace=renamed.get(c.workspace, c.workspace),
+                      setups=tuple(renamed.get(u, u) for u in c.setups),
+                      needs=tuple(_renamed_key(k, renamed) for k in c.needs),
+                      writes=tuple(printable_path(w) for w in c.writes))
+              for c in plan.checks),
         plan.concurrency,
         tuple(sorted((shown, quote_from_bytes(os.fsencode(real), safe=""))
                      for real, shown in renamed.items())),
         unverified,
     )
+
+
+def _renamed_key(key: str, renamed: dict[str, str]) -> str:
+    workspace, _, check_id = key.rpartition(":")
+    return f"{renamed[workspace]}:{check_id}" if workspace in renamed else key

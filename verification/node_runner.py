@@ -9,7 +9,7 @@ install --immutable`) as the install root's setup.
 
 from __future__ import annotations
 
-from posixpath import dirname
+from posixpath import dirname, normpath
 
 from verification.checks import DetectedCheck
 from verification.index import RepoIndex, join
@@ -27,6 +27,8 @@ NODE_LOCKFILES = (
 )
 
 # package.json scripts that become checks, with their kind.
+# Folders a package's build writes its output to, by convention.
+BUILD_OUTPUTS = ("dist", "lib", "build", "out")
 NODE_SCRIPTS = (("lint", "lint"), ("typecheck", "typecheck"), ("test", "test"), ("build", "build"))
 
 # What `npm init` writes as the test script: a placeholder, not a test suite.
@@ -123,4 +125,23 @@ def _is_yarn_berry(root: str, index: RepoIndex, manifests: Manifests) -> bool:
     if isinstance(pinned, str) and pinned.startswith("yarn@"):
         major = pinned[len("yarn@"):].split(".", 1)[0]
         return major.isdigit() and int(major) >= 2
+    return False
+
+
+def loads_build_output(workspace: str, manifests: Manifests) -> bool:
+    """True when the package's entry points (`main`, `module`, `types`, `exports`) lie in a
+    build output folder (`BUILD_OUTPUTS`): whatever loads it by name, its own tests too, loads
+    what its build wrote, so those tests run after the build."""
+    package = manifests.json(join(workspace, "package.json"))
+    entries = [package.get(name) for name in ("main", "module", "types", "typings", "exports")]
+    while entries:
+        entry = entries.pop()
+        if isinstance(entry, dict):
+            entries += entry.values()
+        elif isinstance(entry, list):
+            entries += entry
+        elif isinstance(entry, str):
+            first = normpath(entry.removeprefix("./")).split("/")[0]
+            if first in BUILD_OUTPUTS:
+                return True
     return False

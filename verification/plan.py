@@ -37,10 +37,11 @@ from plumbing.files import printable_path
 from verification.checks import DetectedCheck
 from verification.config import CheckConfig, VerifyConfig, WorkspaceConfig
 from verification.explain import Explanation, FileCoverage
-from verification.graph import build_graph
+from verification.graph import DependencyGraph, build_graph
 from verification.index import RepoIndex, shapes_plan
 from verification.manifests import Manifests
 from verification.model import Plan, PlannedCheck, PlannedWorkspace, shown
+from verification.node_runner import loads_build_output
 from verification.runners import Runners
 from verification.select import (
     LOCKFILES,
@@ -50,7 +51,7 @@ from verification.select import (
     select,
 )
 from verification.tree import Tree, read_texts
-from verification.workspaces import Layout, find_layout
+from verification.workspaces import Ecosystem, Layout, find_layout
 
 __all__ = [
     "Plan",
@@ -114,6 +115,8 @@ def _plan_tree(changed: list[str], tree: Tree, config: VerifyConfig, *,
     assembly = _Assembly(layout, Runners(layout, index, manifests), configured, config)
     assembly.add_selected(selection)
     assembly.add_root_runners(selection)
+    if assembly.checks:
+        assembly.add_needs(graph or build_graph(layout, manifests))
     plan, reasons = assembly.finish(selection)
     return PlanResult(plan, Explanation(plan, reasons, _coverage(changed, selection, plan, reasons),
                                         dict(layout.skipped)))
@@ -173,9 +176,15 @@ def _with_floor(floor: PlanResult, change: PlanResult, present: set[str]) -> Pla
                   for coverage in change.explanation.files)
     locations = tuple(sorted({*floor.plan.locations, *change.plan.locations}))
     unverified = tuple(printable_path(c.path) for c in files if c.unverified)
-    plan = Plan(workspaces, tuple(checks), change.plan.concurrency, locations, unverified)
+    plan = Plan(workspaces, _within(checks), change.plan.concurrency, locations, unverified)
     skipped = {**floor.explanation.skipped, **change.explanation.skipped}
     return PlanResult(plan, Explanation(plan, reasons, files, skipped))
+
+
+def _within(checks: list[PlannedCheck]) -> tuple[PlannedCheck, ...]:
+    """The checks, each needing only checks of the same plan."""
+    keys = {check.key for check in checks}
+    return tuple(replace(c, needs=tuple(n for n in c.needs if n in keys)) for c in checks)
 
 
 def _merge_workspaces(floor: Plan, change: Plan, present: set[str],
@@ -219,6 +228,7 @@ class _Assembly:
         self.config = config
         self.checks: dict[str, list[tuple[PlannedCheck, DetectedCheck | None]]] = {}
         self.reasons: dict[str, dict[str, tuple[str, ...]]] = {}
+        self.needs: dict[str, tuple[str, ...]] = {}  # check key -> keys of the checks it needs
 
     def add_selected(self, selection: Selection) -> None:
         everything = bool(selection.global_files)
@@ -254,6 +264,74 @@ class _Assembly:
                             covered = _concerning(because, detected, selection)
                             self._add(check, detected, {f: (*s, step) for f, s in covered.items()})
 
+    def add_needs(self, graph: DependencyGraph) -> None:
+        """What each check needs first, and the checks it needs that were not selected (a
+        dependency's build, a configured check named in `needs`), planned with the reasons
+        of the check needing them. Configured checks need what their `needs` name; detected
+        ones follow `_detected_needs`. A need that would close a cycle (two packages
+        depending on each other) is left out: one of their builds must go first anyway."""
+        configured = self.config.needs_keys()
+        pending = [check for entries in self.checks.values() for check, _ in entries]
+        while pending:
+            check = pending.pop(0)
+            if check.key in self.needs:
+                continue
+            if check.workspace in self.configured:
+                wanted = configured.get(check.key, [])
+            else:
+                wanted = self._detected_needs(check, graph)
+            kept: list[str] = []
+            for key in wanted:
+                if self._reaches(key, check.key):
+                    continue
+                kept.append(key)
+                needed = self._check(key)
+                if needed is not None and needed[0].key not in self.reasons:
+                    step = f"{check.key} needs it to pass first"
+                    because = {f: (*s, step) for f, s in self.reasons.get(check.key, {}).items()}
+                    self._add(*needed, because)
+                    pending.append(needed[0])
+            self.needs[check.key] = tuple(kept)
+
+    def _detected_needs(self, check: PlannedCheck, graph: DependencyGraph) -> list[str]:
+        """A build, typecheck or test of a workspace needs the build of each Node package it
+        loads through that package's build output (`loads_build_output`): the workspaces it
+        depends on, and for a test its own package too."""
+        if check.kind not in ("build", "typecheck", "test"):
+            return []
+        folders = graph.dependencies(check.workspace)
+        if check.kind == "test":
+            folders = [*folders, check.workspace]
+        return [built.key for folder in folders if self._built_before_loading(folder)
+                for built, _ in self._workspace_checks(folder)
+                if built.kind == "build" and built.key != check.key]
+
+    def _built_before_loading(self, folder: str) -> bool:
+        workspace = self.layout.workspaces.get(folder)
+        return (folder not in self.configured and workspace is not None
+                and Ecosystem.NODE in workspace.ecosystems
+                and loads_build_output(folder, self.runners.manifests))
+
+    def _check(self, key: str) -> tuple[PlannedCheck, DetectedCheck | None] | None:
+        workspace, _, check_id = key.rpartition(":")
+        workspace = workspace or "."
+        if workspace not in self.configured and workspace not in self.layout.workspaces:
+            return None
+        return next(((c, d) for c, d in self._workspace_checks(workspace) if c.id == check_id),
+                    None)
+
+    def _reaches(self, start: str, goal: str) -> bool:
+        """True when `start` already needs `goal`, directly or through other needs."""
+        seen, stack = set(), [start]
+        while stack:
+            key = stack.pop()
+            if key == goal:
+                return True
+            if key not in seen:
+                seen.add(key)
+                stack += self.needs.get(key, ())
+        return False
+
     def finish(self, selection: Selection) -> tuple[Plan, dict[str, dict[str, tuple[str, ...]]]]:
         planned: list[PlannedCheck] = []
         setups: dict[str, list[str]] = {}
@@ -280,7 +358,14 @@ class _Assembly:
             for path in sorted(setups)
             if path in self.checks or setups[path]
         )
-        plan = Plan(workspaces, tuple(planned), self.config.concurrency)
+        planned = [
+            replace(check, needs=self.needs.get(check.key, ()),
+                    setups=tuple(w for w in (*sorted(uses.get(check.workspace, ())),
+                                             check.workspace) if setups.get(w)),
+                    writes=(check.workspace,) if check.kind == "build" else ())
+            for check in planned
+        ]
+        plan = Plan(workspaces, _within(planned), self.config.concurrency)
         covered = {f for because in self.reasons.values() for f in because}
         unverified = tuple(
             path for path, status in sorted(selection.files.items())

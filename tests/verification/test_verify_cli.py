@@ -48,6 +48,7 @@ def test_plan_only_json_for_an_uncommitted_change(
             "workspace": "services/api",
             "kind": "test",
             "command": 'python -m pytest -q -p no:cacheprovider --junitxml="$RATCHET_JUNIT"',
+            "needs": {"setup": [], "checks": []},
         },
         {
             "id": "pytest",
@@ -55,6 +56,7 @@ def test_plan_only_json_for_an_uncommitted_change(
             "kind": "test",
             "command": 'python -m pytest -q -p no:cacheprovider --junitxml="$RATCHET_JUNIT"'
             " --ignore=plugins/extra",
+            "needs": {"setup": [], "checks": []},
         },
     ]
     assert "2 checks planned" in err

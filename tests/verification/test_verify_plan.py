@@ -108,7 +108,8 @@ def test_configured_workspace_uses_its_checks_and_others_keep_detection(monorepo
     )
     plan = build_plan([".github/workflows/ci.yml"], git_tree(monorepo), config)
     api = [c for c in plan.checks if c.workspace == "services/api"]
-    assert api == [PlannedCheck("unit", "services/api", "test", "pytest -x", 5.0, None)]
+    assert api == [PlannedCheck("unit", "services/api", "test", "pytest -x", 5.0, None,
+                                setups=("services/api",))]  # its setup runs before it
     assert api[0].key == "services/api:unit"
     assert api[0].log_name == "services%2Fapi%3Aunit"
     assert [w.setup for w in plan.workspaces if w.path == "services/api"] == [("echo setup",)]
