@@ -38,6 +38,12 @@ def test_gemini_takes_a_run_with_subagents_from_research_to_done(agent_ratchet: 
         turns = [r.turn for r in model.phase_requests(phase) if r.status == 200]
         assert turns == list(range(len(CALC[phase].actions) + 1)), (phase, turns)
     assert "FAIL: test_add" in model.phase_requests("implement")[3].tool_output
+    # Read-only phases (auto_edit) are not offered the shell; implement and repair (yolo) are.
+    offered = {phase: {tool for r in model.phase_requests(phase) for tool in r.tools}
+               for phase in CALC}
+    for phase in ("research", "specify", "subagent"):
+        assert "write_file" in offered[phase] and "run_shell_command" not in offered[phase]
+    assert "run_shell_command" in offered["implement"] & offered["repair"]
     folder = ratchet.export(run_id, ratchet.home.parent / "export")
     # Two read-only subagents wrote their findings and notes outside their worktree.
     assert sorted(r.turn for r in model.phase_requests("subagent") if r.status == 200) == \

@@ -60,6 +60,7 @@ class Recorded:
     output_tokens: int = 0
     cached_tokens: int = 0  # of input_tokens, reported as cached (OpenAI Responses)
     tool_output: str = ""  # what the CLI's tool answered to the previous turn's call
+    tools: tuple[str, ...] = ()  # the names of the tools the request offered the model
 
 
 @dataclass(frozen=True)
@@ -176,7 +177,8 @@ class _Handler(BaseHTTPRequestHandler):
             user_agent=self.headers.get("user-agent", ""),
             input_tokens=usage["input"], output_tokens=usage["output"],
             cached_tokens=usage["cached"],
-            tool_output=_last_tool_output(api, body)))
+            tool_output=_last_tool_output(api, body),
+            tools=tuple(tool.name for tool in _tools(api, body))))
 
     # --- reading -------------------------------------------------------------------------
 
