@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from plumbing.git import GitError
 from runner.config import read_repository_config
 from verification.config import CONFIG_PATH, ConfigError
-from verification.explain import render_text
+from verification.explain import render_text, run_order, setup_json
 from verification.pipeline import Candidate, Verification, plan_verification
 from verification.plan import Plan, PlanResult
 from verification.revisions import RevisionError, default_base, open_repository, resolve_revision
@@ -247,6 +247,9 @@ def _progress(message: str) -> None:
 
 
 def _plan_json(plan: Plan) -> dict[str, Any]:
+    """The plan as `--plan-only --json` prints it: the checks, the setups they wait for, the
+    order they run in (stages; anything within one may run at once) and the changed files
+    nothing verifies."""
     return {
         "hash": plan.sha256,
         "checks": [
@@ -255,6 +258,9 @@ def _plan_json(plan: Plan) -> dict[str, Any]:
              "needs": {"setup": list(c.setups), "checks": list(c.needs)}}
             for c in plan.checks
         ],
+        "setup": setup_json(plan),
+        "order": run_order(plan),
+        "unverified": list(plan.unverified),
     }
 
 

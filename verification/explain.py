@@ -7,11 +7,12 @@ stays the same data however it is explained.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from plumbing.files import printable_path
-from verification.model import Plan
+from verification.model import Plan, PlannedCheck
 
 # The message for a change that needs verifying and that no planned check covers.
 NOTHING_VERIFIES = "nothing verifies this change"
@@ -37,12 +38,35 @@ class FileCoverage:
 
 @dataclass(frozen=True)
 class Explanation:
-    """`reasons`: for each check key, each changed file behind it with the steps from it."""
+    """`reasons`: for each check key, each changed file behind it with the steps from it.
+    `names`: each workspace's declared name (its package, crate or module), where it has one."""
 
     plan: Plan
     reasons: dict[str, dict[str, tuple[str, ...]]]
     files: tuple[FileCoverage, ...]
     skipped: dict[str, str]  # manifest folders that are not workspaces, and why
+    names: dict[str, str] = field(default_factory=dict)
+
+    def label(self, workspace: str) -> str:
+        """A workspace as a reader knows it: its declared name and its folder."""
+        name = self.names.get(workspace)
+        shown = printable_path(workspace)
+        return f"{name} ({shown})" if name else shown
+
+    def packages(self) -> list[tuple[str, list[PlannedCheck], tuple[tuple[str, str], ...]]]:
+        """Per workspace, in plan order, each group of its checks planned for the same
+        reasons, with those reasons as (file, steps) pairs."""
+        groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[PlannedCheck]] = {}
+        for check in self.plan.checks:
+            because = tuple((printable_path(file), " -> ".join(self._named(steps)))
+                            for file, steps in sorted(self.reasons.get(check.key, {}).items()))
+            groups.setdefault((check.workspace, because), []).append(check)
+        return [(workspace, checks, because) for (workspace, because), checks in groups.items()]
+
+    def _named(self, steps: tuple[str, ...]) -> list[str]:
+        """Steps with each workspace folder they mention named (``in .`` says which package)."""
+        return [_STEP_FOLDER.sub(lambda m: m[1] + self.names.get(m[2], m[2]), step)
+                for step in steps]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -58,10 +82,14 @@ class Explanation:
                 }
                 for check in self.plan.checks
             ],
-            "setup": [
-                {"workspace": w.path, "setup": list(w.setup), "uses": list(w.uses)}
-                for w in self.plan.workspaces if w.setup or w.uses
+            "packages": [
+                {"workspace": printable_path(workspace), "name": self.names.get(workspace),
+                 "checks": [check.key for check in checks],
+                 "because": [{"file": file, "steps": steps} for file, steps in because]}
+                for workspace, checks, because in self.packages()
             ],
+            "setup": setup_json(self.plan),
+            "order": run_order(self.plan),
             "files": [
                 {"path": printable_path(c.path), "kind": c.kind, "detail": c.detail,
                  "checks": list(c.checks)}
@@ -72,35 +100,94 @@ class Explanation:
         }
 
 
+# A workspace folder in a step: "in FOLDER", "FOLDER depends on FOLDER (...)", "in FOLDER" at
+# the end of a shared config's step.
+_STEP_FOLDER = re.compile(r"(^in |^|depends on | in )(\S+)(?= \(|$| depends on )")
+
+
+def setup_json(plan: Plan) -> list[dict[str, Any]]:
+    """The setups a plan runs before its checks: each workspace's commands, and the setups
+    (install roots) it waits for."""
+    return [{"workspace": printable_path(w.path), "commands": list(w.setup),
+             "after": [f"setup:{printable_path(u)}" for u in w.uses]}
+            for w in plan.workspaces if w.setup or w.uses]
+
+
+def run_order(plan: Plan) -> list[list[str]]:
+    """The order a plan runs in, as stages: each setup (``setup:FOLDER``) and check key in the
+    first stage after everything it waits for (a check waits for its workspace's setup and
+    the setups that one uses; a setup for the setups it uses). Within a stage, anything may
+    run at once."""
+    workspaces = {w.path: w for w in plan.workspaces}
+    stage: dict[str, int] = {}
+
+    def setup_stage(path: str, seen: frozenset[str] = frozenset()) -> int | None:
+        """The stage of ``path``'s setup, None when it has no setup to run."""
+        workspace = workspaces.get(path)
+        if workspace is None or path in seen:
+            return None
+        before = [setup_stage(u, seen | {path}) for u in workspace.uses]
+        after = max((s for s in before if s is not None), default=-1)
+        if not workspace.setup:
+            return after if after >= 0 else None
+        stage[f"setup:{printable_path(path)}"] = after + 1
+        return after + 1
+
+    for check in plan.checks:
+        waits = setup_stage(check.workspace)
+        stage[check.key] = 0 if waits is None else waits + 1
+    stages: list[list[str]] = [[] for _ in range(max(stage.values(), default=-1) + 1)]
+    for name, index in stage.items():
+        stages[index].append(name)
+    return [sorted(names) for names in stages]
+
+
 def render_text(explanation: Explanation) -> str:
-    """The explanation as lines for a terminal."""
+    """The explanation as lines for a terminal: per package, its checks and why (packages
+    planned for the same reasons under one heading), the commands once each, the setups,
+    then what covers each changed file."""
     plan = explanation.plan
+    packages = explanation.packages()
     lines = [f"plan {plan.sha256[:12]}: {len(plan.checks)} checks in "
-             f"{len({c.workspace for c in plan.checks})} workspaces", ""]
-    if plan.checks:
-        lines.append("why each check:")
-        for check in plan.checks:
-            lines.append(f"  {check.key}  ({check.command})")
-            because = sorted(explanation.reasons.get(check.key, {}).items())
-            for file, steps in because[:SHOWN_FILES]:
-                lines.append(f"    {printable_path(file)}: {' -> '.join(steps)}")
+             f"{len({c.workspace for c in plan.checks})} packages", ""]
+    by_reason: dict[tuple[tuple[str, str], ...], list[str]] = {}
+    for workspace, checks, because in packages:
+        ids = ", ".join(check.id for check in checks)
+        by_reason.setdefault(because, []).append(f"{explanation.label(workspace)}: {ids}")
+    if by_reason:
+        lines.append("why each package is checked:")
+        for because, members in by_reason.items():
+            for index, (file, steps) in enumerate(because[:SHOWN_FILES]):
+                lines.append(f"  {'because' if index == 0 else 'and'} {file}: {steps}")
             if len(because) > SHOWN_FILES:
-                lines.append(f"    ... and {len(because) - SHOWN_FILES} more changed files")
+                lines.append(f"  and {len(because) - SHOWN_FILES} more changed files")
+            lines += [f"    {member}" for member in members]
         lines.append("")
-    setups = [w for w in plan.workspaces if w.setup or w.uses]
+        commands: dict[tuple[str, str], set[str]] = {}
+        for check in plan.checks:
+            commands.setdefault((check.id, check.command), set()).add(check.workspace)
+        lines.append("commands:")
+        for (check_id, command), where in commands.items():
+            count = f" ({len(where)} packages)" if len(where) > 1 else ""
+            lines.append(f"  {check_id}: {command}{count}")
+        lines.append("")
+    setups = [w for w in plan.workspaces if w.setup]
     if setups:
         lines.append("setup, before the checks:")
         for workspace in setups:
-            for command in workspace.setup:
-                lines.append(f"  {workspace.path}: {command}")
-            if workspace.uses:
-                lines.append(f"  {workspace.path}: after the setup of {', '.join(workspace.uses)}")
+            users = sum(1 for w in plan.workspaces if workspace.path in w.uses)
+            for_whom = f", for {users} packages" if users else ""
+            lines.append(f"  {explanation.label(workspace.path)}{for_whom}: "
+                         + "; ".join(workspace.setup))
         lines.append("")
     lines.append("what covers each changed file:")
     for coverage in explanation.files:
         name = printable_path(coverage.path)
         if coverage.checks:
-            lines.append(f"  {name}: {', '.join(coverage.checks)}")
+            folders = {key.rpartition(":")[0] or "." for key in coverage.checks}
+            shown = (", ".join(coverage.checks) if len(coverage.checks) <= SHOWN_FILES
+                     else f"{len(coverage.checks)} checks in {len(folders)} packages")
+            lines.append(f"  {name}: {shown}")
         elif coverage.unverified:
             lines.append(f"  {name}: {NOTHING_VERIFIES.upper()} ({coverage.detail}); add a "
                          "check in .github/ratchet.yml, or list it in verify.ignore")

@@ -51,7 +51,7 @@ from verification.select import (
     select,
 )
 from verification.tree import Tree, read_texts
-from verification.workspaces import Ecosystem, Layout, find_layout
+from verification.workspaces import Ecosystem, Layout, declared_names, find_layout
 
 __all__ = [
     "Plan",
@@ -119,7 +119,7 @@ def _plan_tree(changed: list[str], tree: Tree, config: VerifyConfig, *,
         assembly.add_needs(graph or build_graph(layout, manifests))
     plan, reasons = assembly.finish(selection)
     return PlanResult(plan, Explanation(plan, reasons, _coverage(changed, selection, plan, reasons),
-                                        dict(layout.skipped)))
+                                        dict(layout.skipped), declared_names(layout, manifests)))
 
 
 class _BaseManifests:
@@ -178,7 +178,8 @@ def _with_floor(floor: PlanResult, change: PlanResult, present: set[str]) -> Pla
     unverified = tuple(printable_path(c.path) for c in files if c.unverified)
     plan = Plan(workspaces, _within(checks), change.plan.concurrency, locations, unverified)
     skipped = {**floor.explanation.skipped, **change.explanation.skipped}
-    return PlanResult(plan, Explanation(plan, reasons, files, skipped))
+    names = {**floor.explanation.names, **change.explanation.names}
+    return PlanResult(plan, Explanation(plan, reasons, files, skipped, names))
 
 
 def _within(checks: list[PlannedCheck]) -> tuple[PlannedCheck, ...]:

@@ -23,7 +23,7 @@ from enum import StrEnum
 from posixpath import normpath
 
 from verification.globs import GlobSet
-from verification.gomod import parse_go_work_uses
+from verification.gomod import parse_go_mod, parse_go_work_uses
 from verification.index import FIXTURE_DIRS, RepoIndex, has_part, is_below, join, parent, relative
 from verification.manifests import Manifests, mapping, strings
 
@@ -287,3 +287,42 @@ def _unquote(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[1:-1]
     return value
+
+
+def declared_names(layout: Layout, manifests: Manifests) -> dict[str, str]:
+    """Each workspace's name as its manifests declare it (a package's, a crate's, a Go
+    module's), for explanations: a package is named, not shown as a folder such as ``.``.
+    A workspace whose manifests name nothing is left out."""
+    names: dict[str, str] = {}
+    for path, workspace in layout.workspaces.items():
+        name = _declared_name(path, workspace.manifests, manifests)
+        if name:
+            names[path] = name
+    return names
+
+
+def _declared_name(path: str, found: frozenset[str], manifests: Manifests) -> str | None:
+    if "package.json" in found:
+        name = manifests.json(join(path, "package.json")).get("name")
+        if isinstance(name, str) and name:
+            return name
+    if "pyproject.toml" in found:
+        pyproject = manifests.toml(join(path, "pyproject.toml"))
+        tool = mapping(pyproject.get("tool"))
+        name = (mapping(pyproject.get("project")).get("name")
+                or mapping(tool.get("poetry")).get("name"))
+        if isinstance(name, str) and name:
+            return name
+    if "Cargo.toml" in found:
+        cargo = manifests.toml(join(path, "Cargo.toml"))
+        name = mapping(cargo.get("package")).get("name")
+        if isinstance(name, str) and name:
+            return name
+        if "workspace" in cargo:
+            return "Cargo workspace"
+    if "go.mod" in found:
+        text = manifests.text(join(path, "go.mod"))
+        module = parse_go_mod(text).module if text else None
+        if module:
+            return module
+    return None

@@ -140,7 +140,8 @@ def test_documentation_only_change_passes_with_nothing_planned(
     code, out, _ = verify(capsys, "--repo", str(monorepo), "--json")
     assert code == 0
     assert json.loads(out) == {
-        "plan": {"hash": json.loads(out)["plan"]["hash"], "checks": []},
+        "plan": {"hash": json.loads(out)["plan"]["hash"], "checks": [], "setup": [],
+                 "order": [], "unverified": []},
         "results": [],
         "conclusion": "success",
     }
@@ -226,8 +227,8 @@ def test_explain_says_why_each_check_runs_and_what_covers_each_file(
     write(monorepo, {"services/api/NOTES.md": "notes\n", "tools/x.sh": "true\n"})
     code, out, _ = verify(capsys, "--repo", str(monorepo), "--explain")
     assert code == 0  # a check covers the change; tools/x.sh is reported, not verified
-    assert "services/api:pytest  (python -m pytest" in out
-    assert "    services/api/app_api.py: in services/api\n" in out
+    assert "  because services/api/app_api.py: in api\n    api (services/api): pytest\n" in out
+    assert "  pytest: python -m pytest" in out
     assert "  services/api/app_api.py: services/api:pytest\n" in out
     assert "  services/api/NOTES.md: documentation (nothing to check)\n" in out
     assert "  tools/x.sh: NOTHING VERIFIES THIS CHANGE (in no workspace)" in out

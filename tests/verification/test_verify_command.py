@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from verify_helpers import write
+from verify_helpers import Files, write
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,3 +71,73 @@ def test_other_commands_and_help_go_to_the_whole_cli() -> None:
     run = ratchet("-v", "verify", "--help")
     assert run.returncode == 0
     assert "--plan-only" in run.stdout
+
+
+def shop(make_repo: Callable[[Files], Path]) -> Path:
+    """A pnpm workspace: the root `shop`, `@shop/core`, `@shop/web` depending on it, a lockfile
+    (so an install is the root's setup), and an uncommitted change to `@shop/core` plus a
+    script nothing checks."""
+    scripts = {"lint": "eslint .", "test": "vitest run"}
+    repo = make_repo({
+        "package.json": json.dumps({"name": "shop", "private": True,
+                                    "packageManager": "pnpm@9.12.0"}),
+        "pnpm-workspace.yaml": "packages:\n  - 'packages/*'\n",
+        "pnpm-lock.yaml": "lockfileVersion: '9.0'\n",
+        "packages/core/package.json": json.dumps({"name": "@shop/core", "scripts": scripts}),
+        "packages/core/index.js": "exports.one = 1;\n",
+        "packages/web/package.json": json.dumps({
+            "name": "@shop/web", "scripts": scripts,
+            "dependencies": {"@shop/core": "workspace:*"}}),
+        "packages/web/index.js": "exports.two = 2;\n",
+    })
+    write(repo, {"packages/core/index.js": "exports.one = 2;\n", "tools/release.sh": "true\n"})
+    return repo
+
+
+def test_explain_names_each_package_once_with_its_reasons(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    repo = shop(make_repo)
+    run = ratchet("verify", "--repo", str(repo), "--explain")
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    why = lines[lines.index("why each package is checked:") + 1 : lines.index("commands:") - 1]
+    assert why == [
+        "  because packages/core/index.js: in @shop/core",
+        "    @shop/core (packages/core): node-lint, node-test",
+        "  because packages/core/index.js: in @shop/core -> @shop/web depends on @shop/core"
+        ' (packages/web/package.json: "@shop/core": "workspace:*")',
+        "    @shop/web (packages/web): node-lint, node-test",
+    ]
+    assert "  node-lint: pnpm run lint (2 packages)" in lines
+    assert "  shop (.), for 2 packages: pnpm install --frozen-lockfile" in lines
+    assert " in .\n" not in run.stdout and "in packages/core" not in run.stdout
+    said = [line for line in lines if line.strip()]
+    assert len(said) == len(set(said))  # nothing said twice
+
+    run = ratchet("verify", "--repo", str(repo), "--explain", "--json")
+    document = json.loads(run.stdout)
+    assert [(p["name"], p["workspace"], p["checks"]) for p in document["packages"]] == [
+        ("@shop/core", "packages/core", ["packages/core:node-lint", "packages/core:node-test"]),
+        ("@shop/web", "packages/web", ["packages/web:node-lint", "packages/web:node-test"]),
+    ]
+    assert document["unverified"] == ["tools/release.sh"]
+
+
+def test_plan_only_json_has_the_setup_the_order_and_what_nothing_verifies(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    repo = shop(make_repo)
+    run = ratchet("verify", "--repo", str(repo), "--plan-only", "--json")
+    assert run.returncode == 0, run.stderr
+    plan = json.loads(run.stdout)["plan"]
+    assert plan["setup"][0] == {"workspace": ".", "commands": ["pnpm install --frozen-lockfile"],
+                                "after": []}
+    assert {s["workspace"]: s["after"] for s in plan["setup"][1:]} == {
+        "packages/core": ["setup:."], "packages/web": ["setup:."]}
+    assert plan["order"] == [
+        ["setup:."],
+        ["packages/core:node-lint", "packages/core:node-test", "packages/web:node-lint",
+         "packages/web:node-test"],
+    ]
+    assert plan["unverified"] == ["tools/release.sh"]
