@@ -115,27 +115,34 @@ def setup_json(plan: Plan) -> list[dict[str, Any]]:
 
 def run_order(plan: Plan) -> list[list[str]]:
     """The order a plan runs in, as stages: each setup (``setup:FOLDER``) and check key in the
-    first stage after everything it waits for (a check waits for its workspace's setup and
-    the setups that one uses; a setup for the setups it uses). Within a stage, anything may
-    run at once."""
+    first stage after everything it needs (a setup, the setups it uses; a check, its
+    ``setups`` and the checks it ``needs``). Within a stage, anything may run at once, but
+    for checks writing overlapping folders, which take turns."""
     workspaces = {w.path: w for w in plan.workspaces}
+    checks = {c.key: c for c in plan.checks}
     stage: dict[str, int] = {}
 
-    def setup_stage(path: str, seen: frozenset[str] = frozenset()) -> int | None:
-        """The stage of ``path``'s setup, None when it has no setup to run."""
+    def setup_stage(path: str, seen: frozenset[str] = frozenset()) -> int:
+        """The stage after ``path``'s setup (and those it uses): 0 when there is none."""
         workspace = workspaces.get(path)
         if workspace is None or path in seen:
-            return None
-        before = [setup_stage(u, seen | {path}) for u in workspace.uses]
-        after = max((s for s in before if s is not None), default=-1)
+            return 0
+        after = max((setup_stage(u, seen | {path}) for u in workspace.uses), default=0)
         if not workspace.setup:
-            return after if after >= 0 else None
-        stage[f"setup:{printable_path(path)}"] = after + 1
+            return after
+        stage[f"setup:{printable_path(path)}"] = after
         return after + 1
 
-    for check in plan.checks:
-        waits = setup_stage(check.workspace)
-        stage[check.key] = 0 if waits is None else waits + 1
+    def check_stage(key: str, seen: frozenset[str] = frozenset()) -> int:
+        """The stage after check ``key``."""
+        if key not in stage and key in checks and key not in seen:
+            check = checks[key]
+            stage[key] = max([*(setup_stage(s) for s in (check.workspace, *check.setups)),
+                              *(check_stage(n, seen | {key}) for n in check.needs)], default=0)
+        return stage.get(key, -1) + 1
+
+    for key in checks:
+        check_stage(key)
     stages: list[list[str]] = [[] for _ in range(max(stage.values(), default=-1) + 1)]
     for name, index in stage.items():
         stages[index].append(name)

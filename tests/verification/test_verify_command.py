@@ -141,3 +141,33 @@ def test_plan_only_json_has_the_setup_the_order_and_what_nothing_verifies(
          "packages/web:node-test"],
     ]
     assert plan["unverified"] == ["tools/release.sh"]
+
+
+def test_plan_only_order_puts_a_build_before_the_test_loading_it(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    repo = make_repo({
+        "package.json": json.dumps({"name": "shop", "private": True,
+                                    "packageManager": "pnpm@9.12.0"}),
+        "pnpm-workspace.yaml": "packages:\n  - 'packages/*'\n",
+        "pnpm-lock.yaml": "lockfileVersion: '9.0'\n",
+        "packages/core/package.json": json.dumps({
+            "name": "@shop/core", "main": "dist/index.js",
+            "scripts": {"build": "tsc", "test": "vitest run"}}),
+        "packages/core/src/index.ts": "export const one = 1;\n",
+        "packages/web/package.json": json.dumps({
+            "name": "@shop/web", "scripts": {"test": "vitest run"},
+            "dependencies": {"@shop/core": "workspace:*"}}),
+        "packages/web/index.js": "exports.two = 2;\n",
+    })
+    write(repo, {"packages/core/src/index.ts": "export const one = 2;\n"})
+    run = ratchet("verify", "--repo", str(repo), "--plan-only", "--json")
+    assert run.returncode == 0, run.stderr
+    plan = json.loads(run.stdout)["plan"]
+    needs = {f"{c['workspace']}:{c['id']}": c["needs"]["checks"] for c in plan["checks"]}
+    assert needs["packages/web:node-test"] == ["packages/core:node-build"]
+    assert plan["order"] == [
+        ["setup:."],
+        ["packages/core:node-build"],
+        ["packages/core:node-test", "packages/web:node-test"],
+    ]
