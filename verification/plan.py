@@ -29,6 +29,7 @@ covers is listed in `Plan.unverified`: a plan with no checks and such files conc
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from posixpath import basename, normpath
@@ -272,27 +273,24 @@ class _Assembly:
         ones follow `_detected_needs`. A need that would close a cycle (two packages
         depending on each other) is left out: one of their builds must go first anyway."""
         configured = self.config.needs_keys()
-        pending = [check for entries in self.checks.values() for check, _ in entries]
+        pending = deque(check for entries in self.checks.values() for check, _ in entries)
         while pending:
-            check = pending.pop(0)
+            check = pending.popleft()
             if check.key in self.needs:
                 continue
             if check.workspace in self.configured:
                 wanted = configured.get(check.key, [])
             else:
                 wanted = self._detected_needs(check, graph)
-            kept: list[str] = []
             for key in wanted:
-                if self._reaches(key, check.key):
-                    continue
-                kept.append(key)
                 needed = self._check(key)
                 if needed is not None and needed[0].key not in self.reasons:
                     step = f"{check.key} needs it to pass first"
                     because = {f: (*s, step) for f, s in self.reasons.get(check.key, {}).items()}
                     self._add(*needed, because)
                     pending.append(needed[0])
-            self.needs[check.key] = tuple(kept)
+            self.needs[check.key] = tuple(wanted)
+        self.needs = _without_cycles(self.needs)
 
     def _detected_needs(self, check: PlannedCheck, graph: DependencyGraph) -> list[str]:
         """A build, typecheck or test of a workspace needs the build of each Node package it
@@ -320,18 +318,6 @@ class _Assembly:
             return None
         return next(((c, d) for c, d in self._workspace_checks(workspace) if c.id == check_id),
                     None)
-
-    def _reaches(self, start: str, goal: str) -> bool:
-        """True when `start` already needs `goal`, directly or through other needs."""
-        seen, stack = set(), [start]
-        while stack:
-            key = stack.pop()
-            if key == goal:
-                return True
-            if key not in seen:
-                seen.add(key)
-                stack += self.needs.get(key, ())
-        return False
 
     def finish(self, selection: Selection) -> tuple[Plan, dict[str, dict[str, tuple[str, ...]]]]:
         planned: list[PlannedCheck] = []
@@ -394,6 +380,30 @@ class _Assembly:
             known = self.reasons[check.key] = {}
         for file, steps in because.items():
             known.setdefault(file, steps)
+
+
+def _without_cycles(needs: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """`needs` with each need that closes a cycle left out, in one depth-first pass (linear:
+    the graph comes from the repository's manifests), visiting keys and needs in order."""
+    kept: dict[str, list[str]] = {key: [] for key in needs}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for start in sorted(needs):
+        if start in state:
+            continue
+        state[start] = 1
+        stack = [(start, iter(needs[start]))]
+        while stack:
+            key, rest = stack[-1]
+            need = next(rest, None)
+            if need is None:
+                state[key] = 2
+                stack.pop()
+            elif state.get(need) != 1:  # a need on the current path would close a cycle
+                kept[key].append(need)
+                if need not in state:
+                    state[need] = 1
+                    stack.append((need, iter(needs.get(need, ()))))
+    return {key: tuple(found) for key, found in kept.items()}
 
 
 def _concerning(because: dict[str, tuple[str, ...]], detected: DetectedCheck | None,

@@ -219,3 +219,29 @@ def test_plan_only_json_shows_each_checks_needs(
     assert checks["packages/b:node-test"]["needs"] == {
         "setup": [], "checks": ["packages/a:node-build"]}
     assert checks["packages/a:node-build"]["needs"] == {"setup": [], "checks": []}
+
+
+def test_packages_depending_on_each_other_build_one_after_the_other(
+    make_repo: Callable[[Files], Path], events: Path
+) -> None:
+    def package(name: str, other: str) -> str:
+        return package_json({
+            "name": f"@t/{name}", "version": "1.0.0", "main": "dist/index.js",
+            "dependencies": {f"@t/{other}": "1.0.0"},
+            "scripts": {"build": script(events, f"{name}-build")},
+        })
+
+    repo = make_repo({
+        "package.json": package_json({"name": "root", "workspaces": ["packages/*"]}),
+        "mark.js": MARK,
+        "packages/x/package.json": package("x", "y"),
+        "packages/x/src/index.js": "module.exports = 1;\n",
+        "packages/y/package.json": package("y", "x"),
+        "packages/y/src/index.js": "module.exports = 2;\n",
+    })
+    plan = plan_for(repo, "packages/x/src/index.js", "packages/y/src/index.js")
+    # A need back would leave both waiting for ever: one goes first.
+    assert {c.key: c.needs for c in plan.checks} == {
+        "packages/x:node-build": ("packages/y:node-build",), "packages/y:node-build": ()}
+    assert [r.status for r in execute_plan(plan, repo)] == ["passed", "passed"]
+    assert markers(events) == ["start y-build", "end y-build", "start x-build", "end x-build"]
