@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -27,7 +27,7 @@ from plumbing.git import Git
 from verification.config import VerifyConfig
 from verification.model import Plan, PlannedCheck
 from verification.plan import PlanResult, plan_change
-from verification.revisions import changed_files, checkout, diff_stat, merge_base
+from verification.revisions import change, checkout, diff_stat, merge_base
 from verification.tree import GitRevisionTree, GitTree, Tree
 
 # Running and bundling load with `Verification.run`: `ratchet verify --plan-only` and
@@ -69,16 +69,21 @@ class Candidate:
     head: str | None
     changed: tuple[str, ...]
     diff_stat: str | None = None
+    # The work tree's paths as git listed them with the change (None: listed when planned).
+    listing: list[str] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def between(cls, repo: Git, base: str, head: str | None) -> Candidate:
         """The change from the merge base of ``base`` and ``head`` (HEAD for None) to ``head``;
         raises RevisionError when git cannot answer."""
-        changed = changed_files(repo, base, head)
-        return cls(repo, merge_base(repo, base, head), head, tuple(changed))
+        start = merge_base(repo, base, head)
+        changed, listing = change(repo, start, head)
+        return cls(repo, start, head, tuple(changed), listing=listing)
 
     def tree(self) -> Tree:
-        return GitRevisionTree(self.repo, self.head) if self.head else GitTree(self.repo)
+        if self.head:
+            return GitRevisionTree(self.repo, self.head)
+        return GitTree(self.repo, listing=self.listing)
 
 
 def plan_verification(candidate: Candidate, config: VerifyConfig) -> Verification:

@@ -52,15 +52,24 @@ def changed_files(repo: Git, base: str, head: str | None) -> list[str]:
     With `head=None` the working tree is compared with the merge base of `base` and HEAD, and
     untracked files are included. Renames count as a deletion plus an addition.
     """
+    return change(repo, merge_base(repo, base, head), head)[0]
+
+
+def change(repo: Git, start: str, head: str | None) -> tuple[list[str], list[str] | None]:
+    """The paths changed from commit `start` to `head`, and for the working tree (`head=None`)
+    every path in it as `GitTree` lists it: git walks the folders once for both (the walk for
+    untracked files is the longest part of listing a large tree)."""
     if head is not None:
         # Two commits: no work tree is read, so a submodule's new commit is listed (the safe
         # settings ignore submodules, which would hide it).
         return sorted(set(_paths(repo, "diff", "--name-only", "--no-renames", "-z",
-                                 "--ignore-submodules=none", f"{base}...{head}")))
-    merge_base = _git(repo, "merge-base", base, "HEAD").decode().strip()
-    tracked = _paths(repo, "diff", "--name-only", "--no-renames", "-z", merge_base)
-    untracked = _paths(repo, "ls-files", "-z", "--others", "--exclude-standard")
-    return sorted(set(tracked) | set(untracked))
+                                 "--ignore-submodules=none", f"{start}...{head}"))), None
+    tracked = _paths(repo, "diff", "--name-only", "--no-renames", "-z", start)
+    # `-t` tags each path: `? ` an untracked one, another letter and a space a tracked one.
+    tagged = _paths(repo, "ls-files", "-z", "-t", "--cached", "--others", "--exclude-standard")
+    untracked = [entry[2:] for entry in tagged if entry.startswith("? ")]
+    listing = list(dict.fromkeys(entry[2:] for entry in tagged))  # an unmerged path once
+    return sorted(set(tracked) | set(untracked)), listing
 
 
 def merge_base(repo: Git, base: str, head: str | None) -> str:

@@ -64,12 +64,14 @@ class GitTree:
     Untracked files count because a change under review is often not committed yet.
     """
 
-    def __init__(self, git: Git) -> None:
+    def __init__(self, git: Git, *, listing: list[str] | None = None) -> None:
+        """``listing``: the paths, when the caller listed them already (each once, in git's
+        order)."""
         if git.work_tree is None:
             raise ValueError("GitTree needs a repository with a work tree")
         self.git = git
         self.root = git.work_tree
-        self._paths: list[str] | None = None
+        self._paths: list[str] | None = listing
 
     @classmethod
     def discover(cls, path: Path) -> GitTree:
