@@ -33,7 +33,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -122,13 +122,16 @@ class EgressProxy:
     """The proxy for one agent step or one verification; a context manager.
 
     ``endpoint`` is what ``Sandbox.command`` takes; ``blocked`` the sentences of the
-    connections it refused, in order, each once.
+    connections it refused, in order, each once; ``traffic`` the bytes it has relayed either
+    way (a sign of life: a CLI that prints nothing while its model streams one long answer is
+    still working).
     """
 
     def __init__(self, policy: NetworkPolicy, *, label: str = "") -> None:
         self.policy = policy
         self.label = label
         self.blocked: list[str] = []
+        self.traffic = 0  # bytes relayed; written by relay threads, read by the idle watch
         self._folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=_TMP))
         _sweep()
         self._lock = threading.Lock()
@@ -164,6 +167,10 @@ class EgressProxy:
         shutil.rmtree(self._folder, ignore_errors=True)
 
     # --- connections ---------------------------------------------------------------------
+
+    def _count(self, size: int) -> None:
+        with self._lock:
+            self.traffic += size
 
     def _track(self, sock: socket.socket, into: set[socket.socket]) -> bool:
         with self._lock:
@@ -249,7 +256,7 @@ class EgressProxy:
                                     for k, v in headers):
                     client.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")  # upstream never sees it
                 rest = request + rest
-            _relay(client, upstream, rest, body=body)
+            _relay(client, upstream, rest, body=body, count=self._count)
         except _Refused as refused:
             self._refuse(client, control, refused)
         except (OSError, ValueError) as exc:
@@ -450,8 +457,10 @@ def _relay_response_head(upstream: socket.socket, client: socket.socket) -> None
                    + b"\r\n\r\n" + rest)
 
 
-def _pump(source: socket.socket, sink: socket.socket, limit: int | None = None) -> None:
-    """Copy ``source`` to ``sink`` as data arrives: ``limit`` bytes, or until it ends."""
+def _pump(source: socket.socket, sink: socket.socket, limit: int | None = None,
+          count: Callable[[int], None] = lambda n: None) -> None:
+    """Copy ``source`` to ``sink`` as data arrives: ``limit`` bytes, or until it ends;
+    ``count`` hears of each chunk's size."""
     left = limit
     with contextlib.suppress(OSError, ValueError):
         while left is None or left > 0:
@@ -459,11 +468,12 @@ def _pump(source: socket.socket, sink: socket.socket, limit: int | None = None) 
             if not chunk:
                 break
             sink.sendall(chunk)
+            count(len(chunk))
             left = None if left is None else left - len(chunk)
 
 
 def _relay(client: socket.socket, upstream: socket.socket, first: bytes, *,
-           body: int | None) -> None:
+           body: int | None, count: Callable[[int], None]) -> None:
     """Tunnel (``body`` None): copy both ways until the upstream is done. HTTP: send the
     request (``first`` and the rest of its ``body`` bytes), then the response back, its head
     rewritten, as it arrives (one thread per socket: a TLS socket is never read and written
@@ -471,12 +481,12 @@ def _relay(client: socket.socket, upstream: socket.socket, first: bytes, *,
     upstream.sendall(first)
     if body is None:
         def forward() -> None:
-            _pump(client, upstream)
+            _pump(client, upstream, count=count)
             with contextlib.suppress(OSError):
                 upstream.shutdown(socket.SHUT_WR)
 
         threading.Thread(target=forward, daemon=True).start()
     else:
-        _pump(client, upstream, body)
+        _pump(client, upstream, body, count)
         _relay_response_head(upstream, client)
-    _pump(upstream, client)
+    _pump(upstream, client, count=count)

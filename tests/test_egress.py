@@ -23,6 +23,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,7 @@ from runner.agents.base import AgentTask
 from runner.agents.command import CommandAgent
 from runner.config import read_repository_config
 from runner.egress import EgressProxy
-from runner.errors import DeterministicFailure
+from runner.errors import AgentIdle, DeterministicFailure
 from runner.network import PLACEHOLDER_KEY, NetworkPolicy, NetworkSettings, model_routes
 from runner.sandbox import Sandbox
 from tests.verification.verify_helpers import git, write
@@ -467,3 +468,79 @@ def test_folders_of_proxies_that_died_with_their_runner_are_removed(
         assert not dead.exists() and not empty.exists()
         assert live.endpoint.socket.exists()  # a live proxy's folder stays, however old
     assert not live_folder.exists()
+
+
+class SlowModel:
+    """A model API on loopback whose one answer streams an event every 0.05 s for ``events``
+    events (``hung``: the head, then nothing)."""
+
+    def __init__(self, *, events: int, hung: bool = False) -> None:
+        release = self.release = threading.Event()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("connection", "close")
+                self.end_headers()
+                self.wfile.flush()
+                if hung:
+                    release.wait(timeout=60)
+                    return
+                for n in range(events):
+                    self.wfile.write(b"event: delta\ndata: %d\n\n" % n)
+                    self.wfile.flush()
+                    time.sleep(0.05)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def close(self) -> None:
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+# A CLI that prints nothing until its model's answer is whole (opencode's `--format json`).
+SILENT_READER = r'''
+import os, urllib.request
+request = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages",
+                                 data=b'{"stream":true}',
+                                 headers={"x-api-key": os.environ["ANTHROPIC_API_KEY"]})
+events = urllib.request.urlopen(request, timeout=120).read().count(b"event: delta")
+open(os.environ["RATCHET_OUTPUT"], "w").write(f"{events} events")
+'''
+
+
+@pytest.mark.parametrize("hung", [False, True])
+def test_model_traffic_through_the_proxy_is_a_sign_of_life_and_a_hung_stream_is_not(
+        tmp_path: Path, hung: bool) -> None:
+    # The agent prints nothing and changes nothing while its model streams for 2.5 s, past an
+    # idle timeout of 1 s (an event every twentieth of it): alive. A stream that sends nothing
+    # after its head is ended as idle.
+    model = SlowModel(events=50, hung=hung)
+    script = tmp_path / "reader.py"
+    script.write_text(SILENT_READER)
+    task = replace(agent_task(tmp_path), idle_timeout=1.0)
+    agent = CommandAgent(
+        f"{sys.executable} {script}", sandbox=Sandbox(),
+        env={**os.environ, "ANTHROPIC_API_KEY": SECRET},
+        network=NetworkSettings(routes=model_routes({"ANTHROPIC_BASE_URL": model.url,
+                                                     "ANTHROPIC_API_KEY": SECRET})))
+    try:
+        if hung:
+            with pytest.raises(AgentIdle):
+                agent.run(task)
+            assert not task.output.exists()
+        else:
+            result = agent.run(task)
+            assert result.exit_code == 0 and task.output.read_text() == "50 events"
+    finally:
+        model.close()

@@ -262,7 +262,8 @@ class CommandAgent:
                                             proxy.endpoint if proxy else None,
                                             stdin=reads_stdin(parsed))
                 try:
-                    stopped = self._wait(proc, task, cancel, printed)
+                    stopped = self._wait(proc, task, cancel, printed,
+                                         traffic=(lambda: proxy.traffic) if proxy else None)
                 finally:
                     # In every path: kill what is left of the group (all of it on timeout,
                     # idleness or cancellation, leftovers after a normal exit) and reap the
@@ -501,7 +502,7 @@ class CommandAgent:
 
     def _wait(
         self, proc: subprocess.Popen[bytes], task: AgentTask, cancel: threading.Event | None,
-        printed: CappedLog,
+        printed: CappedLog, *, traffic: Callable[[], int] | None = None,
     ) -> str | None:
         """Wait for the agent to exit; say why it must be stopped instead, if it must.
 
@@ -509,7 +510,7 @@ class CommandAgent:
         stop it.
         """
         deadline = time.monotonic() + task.timeout
-        watch = Activity(task, printed) if task.idle_timeout else None
+        watch = Activity(task, printed, traffic) if task.idle_timeout else None
         while True:
             if cancel is not None and cancel.is_set():
                 log.warning("run %r step %r: cancelled, killing agent", task.run_id, task.step)
@@ -530,17 +531,22 @@ class CommandAgent:
 
 
 class Activity:
-    """Watches an agent for signs of life: its output growing, or a change in its worktree or
-    output folder (a file's size or modification time, a file added or removed).
+    """Watches an agent for signs of life: its output growing, bytes through its egress proxy
+    (``traffic``: a model streaming a long answer to a CLI that prints only whole parts), or a
+    change in its worktree or output folder (a file's size or modification time, a file added
+    or removed). A hung model stream is none of these.
 
     The output is looked at on every poll (its count of bytes printed: the log on disk stops
     growing at its cap); the folders, which cost a walk, about ten times per
     idle timeout (``IDLE_WALK_MIN`` to ``IDLE_WALK_MAX`` seconds apart).
     """
 
-    def __init__(self, task: AgentTask, printed: CappedLog) -> None:
+    def __init__(self, task: AgentTask, printed: CappedLog,
+                 traffic: Callable[[], int] | None = None) -> None:
         self.task = task
         self.printed = printed
+        self.traffic = traffic or (lambda: 0)
+        self.relayed = self.traffic()
         self.interval = min(max((task.idle_timeout or 0) / 10, IDLE_WALK_MIN), IDLE_WALK_MAX)
         now = time.monotonic()
         self.last_change = now
@@ -551,9 +557,9 @@ class Activity:
     def idle_for(self) -> float:
         """Seconds since the agent last showed a sign of life."""
         now = time.monotonic()
-        size = self.printed.size
-        if size != self.log_size:
-            self.log_size, self.last_change = size, now
+        size, relayed = self.printed.size, self.traffic()
+        if size != self.log_size or relayed != self.relayed:
+            self.log_size, self.relayed, self.last_change = size, relayed, now
         if now >= self.next_walk:
             self.next_walk = now + self.interval
             tree = _fingerprint((self.task.worktree, self.task.output_dir))
