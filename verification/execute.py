@@ -287,8 +287,9 @@ def execute_plan(
         except BaseException:
             runner.stop_all()
             raise
-        for check in to_run:  # only a cycle of needs leaves checks waiting with nothing running
-            waited = next(n for n in check.needs if n not in results)
+        stuck = {check.key for check in to_run}  # only a cycle of needs leaves checks waiting
+        for check in to_run:
+            waited = next(n for n in check.needs if n in stuck)
             report(_skipped(check, f"it needs {waited!r}, and their needs form a cycle"))
     return [results[check.key] for check in plan.checks]
 

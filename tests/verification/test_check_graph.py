@@ -23,7 +23,7 @@ from runner.network import NetworkSettings
 from runner.sandbox import Sandbox
 from verification.config import ConfigError, VerifyConfig, parse_config
 from verification.execute import execute_plan
-from verification.plan import Plan, build_plan
+from verification.plan import Plan, PlannedCheck, PlannedWorkspace, build_plan
 from verification.tree import GitTree
 
 # A script that records its start, waits until `peer` (if any) has started too (a barrier:
@@ -245,3 +245,12 @@ def test_packages_depending_on_each_other_build_one_after_the_other(
         "packages/x:node-build": ("packages/y:node-build",), "packages/y:node-build": ()}
     assert [r.status for r in execute_plan(plan, repo)] == ["passed", "passed"]
     assert markers(events) == ["start y-build", "end y-build", "start x-build", "end x-build"]
+
+
+def test_a_recorded_plan_whose_needs_form_a_cycle_ends_instead_of_waiting(tmp_path: Path) -> None:
+    """Planning never makes one (`_without_cycles`); a plan read back from elsewhere might."""
+    checks = tuple(PlannedCheck(name, ".", "test", "true", 30, None, needs=(other,))
+                   for name, other in (("a", "b"), ("b", "a")))
+    results = execute_plan(Plan((PlannedWorkspace(".", ()),), checks, None), tmp_path)
+    assert [r.status for r in results] == ["skipped", "skipped"]
+    assert "form a cycle" in results[0].reason
