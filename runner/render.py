@@ -92,11 +92,13 @@ def say_next_action(action: Mapping[str, Any], run_id: str, words: Vocabulary) -
         return f"{who} from {action['step']}{settle}"
     if kind is NextActionKind.REVIEW_SPEC:
         prefix = str(action.get("spec_sha256") or "")[:HASH_PREFIX]
-        return (f"review spec.md, then {_code(words.approve(run_id, prefix))} or"
+        return (f"the run waits for a reviewer with write access: review spec.md, then"
+                f" {_code(words.approve(run_id, prefix))} or"
                 f" {_code(words.request_changes(run_id))}")
     if kind is NextActionKind.REVIEW_DIFF:
         sha = str(action.get("diff_sha256") or "")
-        return (f"verified, not published: {action.get('reason')}; review it, then"
+        return (f"verified, not published: {action.get('reason')}; the run waits for a reviewer"
+                f" with write access: review the diff, then"
                 f" {_code(words.approve_diff(run_id, sha))}, or {_code(words.cancel(run_id))}")
     if kind is NextActionKind.HUMAN_DECISION:
         return (f"a human must decide: {_inline(action.get('reason'))}; then"

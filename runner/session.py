@@ -282,7 +282,7 @@ class Session:
         log.info("run %r: signal %r from %r %s", run.id, signal.id, signal.author,
                  verdict.reason)
         now = time.time()
-        status = (read_status(self.store, run.id, now=now)
+        status = (read_status(self.store, run.id, now=now, answering=signal.id)
                   if inbox.needs_status(signal, verdict) else None)
         quiet = not verdict.accepted and inbox.replied_lately(
             self.store.events(run.id), signal, now=now)

@@ -15,8 +15,10 @@ from runner.workflow import State
 PREPARED_STEP = f"{State.QUEUED.value}.1"
 
 
-def read_status(store: Store, run_id: str, *, now: float) -> RunStatus:
-    """The run's status (``UnknownRun`` names an id the ledger does not hold).
+def read_status(store: Store, run_id: str, *, now: float,
+                answering: str | None = None) -> RunStatus:
+    """The run's status (``UnknownRun`` names an id the ledger does not hold; ``answering``:
+    the status request it answers, see ``describe``).
 
     A corrupt spec or checkpoint does not hide the rest: the status names it among its
     problems.
@@ -40,4 +42,4 @@ def read_status(store: Store, run_id: str, *, now: float) -> RunStatus:
     return describe(run, store.completed_steps(run_id), store.effects(run_id),
                     store.signals(run_id), spec_sha256=spec_sha, now=now, problems=problems,
                     usage=usage_view(events, prepared, now=now), budget_stop=stop,
-                    subagents=subagent_rows(events))
+                    subagents=subagent_rows(events), answering=answering)

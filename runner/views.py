@@ -52,11 +52,13 @@ class NextAction:
 
 def next_action(run: Run, effects: list[Effect], *, spec_sha256: str | None,
                 now: float, pending_signals: int = 0,
-                budget_stop: Mapping[str, Any] | None = None) -> NextAction:
+                budget_stop: Mapping[str, Any] | None = None,
+                answering: bool = False) -> NextAction:
     """What should happen next, from the ledger alone (``budget_stop``: the exhaustion that
-    stopped the run, when its budget did)."""
+    stopped the run, when its budget did; ``answering``: asked by the lease holder answering a
+    status request, whose own lease is nobody to wait for)."""
     unsent = sum(1 for e in effects if e.status is EffectStatus.INTENDED)
-    if run.lease_live(now):
+    if run.lease_live(now) and not answering:
         return NextAction(NextActionKind.WAIT_FOR_HOLDER, {
             "owner": run.lease_owner, "step": run.step, "expires_at": run.lease_expires_at})
     if pending_signals or (unsent and not is_runnable(run.state)):
@@ -132,9 +134,12 @@ def describe(
     run: Run, completed: list[str], effects: list[Effect], signals: list[Signal], *,
     spec_sha256: str | None, now: float, problems: list[str] | None = None,
     usage: dict[str, Any] | None = None, budget_stop: Mapping[str, Any] | None = None,
-    subagents: Sequence[Mapping[str, Any]] = (),
+    subagents: Sequence[Mapping[str, Any]] = (), answering: str | None = None,
 ) -> RunStatus:
-    pending = [s for s in signals if s.status is SignalStatus.PENDING]
+    """The run's status; ``answering``: the id of the status request this answers (its
+    answerer holds the lease and the request itself is pending: neither is what the run
+    waits for)."""
+    pending = [s for s in signals if s.status is SignalStatus.PENDING and s.id != answering]
     lease = None
     if run.lease_owner is not None:
         lease = {"owner": run.lease_owner, "epoch": run.lease_epoch,
@@ -143,7 +148,8 @@ def describe(
         run_id=run.id, title=run.title, state=run.state.value, step=run.step,
         attempt=run.attempt, completed_steps=completed, effects=[e.to_dict() for e in effects],
         next_action=next_action(run, effects, spec_sha256=spec_sha256, now=now,
-                                pending_signals=len(pending), budget_stop=budget_stop),
+                                pending_signals=len(pending), budget_stop=budget_stop,
+                                answering=answering is not None),
         reason=run.reason, lease=lease, head_revision=run.head_revision,
         spec_sha256=spec_sha256,
         pending_signals=[s.to_dict() for s in pending],

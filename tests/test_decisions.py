@@ -20,9 +20,9 @@ from runner.names import EventType, SignalKind, SignalStatus
 from runner.origin import LocalOrigin
 from runner.redact import Redactor
 from runner.render import render_reply, render_tracking, say_next_action
-from runner.signal_payloads import Approve, CommentRef, read_payload
+from runner.signal_payloads import Approve, CommentRef, SignalPayload, read_payload
 from runner.signals import Authorization, Refusal, decide_signal, recorded_before_spec
-from runner.views import NextActionKind, next_action, tracking_view
+from runner.views import NextActionKind, describe, next_action, tracking_view
 from runner.workflow import Outcome, State
 
 NOW = 1_000_000.0
@@ -271,11 +271,30 @@ def test_next_move():
     assert next_move(run_in(State.NEEDS_HUMAN), NOW, has_work=False).kind is MoveKind.WAITING
 
 
+def test_a_status_request_answered_by_the_lease_holder_says_the_run_waits_for_a_reviewer():
+    # The worker answering holds the lease and the request is still pending: neither is
+    # what the run waits for; its reviewer is.
+    held = run_in(State.AWAITING_APPROVAL, step="awaiting_approval.1", lease_owner="w",
+                  lease_expires_at=NOW + 5)
+    asked = Signal("s1", "r1", SignalKind.STATUS, "rita", "github", SignalPayload(),
+                   SignalStatus.PENDING, None, NOW, None)
+    status = describe(held, [], [], [asked], spec_sha256=SPEC, now=NOW, answering="s1")
+    assert status.next_action.kind is NextActionKind.REVIEW_SPEC
+    assert status.pending_signals == []
+    said = say_next_action(status.next_action.to_dict(), "r1", Words())
+    assert said.startswith("the run waits for a reviewer with write access")
+    assert "lease" not in said
+    # Asked by anyone else, the holder is still named.
+    assert describe(held, [], [], [asked], spec_sha256=SPEC, now=NOW).next_action.kind is (
+        NextActionKind.WAIT_FOR_HOLDER)
+
+
 def test_next_action_and_tracking_view_are_data_said_by_the_edge():
     action = next_action(run_in(State.AWAITING_APPROVAL), [], spec_sha256=SPEC, now=NOW)
     assert action.kind is NextActionKind.REVIEW_SPEC and action.params == {"spec_sha256": SPEC}
     assert say_next_action(action.to_dict(), "r1", Words()) == (
-        f"review spec.md, then `/approve {SPEC[:12]}` or `/changes TEXT`")
+        "the run waits for a reviewer with write access: review spec.md, then"
+        f" `/approve {SPEC[:12]}` or `/changes TEXT`")
     view = tracking_view(run_in(State.AWAITING_APPROVAL, step="awaiting_approval.1"),
                          ["queued.1", "research.1", "specify.1"], spec_sha256=SPEC,
                          branch="ratchet/issue-7", at=NOW)

@@ -101,6 +101,10 @@ def test_a_readers_burst_gets_one_reply_and_a_demoted_writer_cannot_approve(
     scene.command(pull.number, "/ratchet status", author=WRITER)
     scene.wait_for("the status reply", lambda: len(scene.replies(pull.number)) == 2)
     assert len([r for r in scene.replies(pull.number) if f"@{READER}" in r.body]) == 1
+    # The status says the run waits for a reviewer, not for the worker answering it.
+    [status] = [r.body for r in scene.replies(pull.number) if f"@{WRITER}" in r.body]
+    assert "waits for a reviewer with write access" in status, status
+    assert "holds the lease" not in status and f"/ratchet approve {prefix}" in status
 
     # alice is demoted to read; GitHub says so with a member webhook; her approve is refused
     # at once, not a minute later.
