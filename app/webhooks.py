@@ -3,7 +3,8 @@
 The request only records: no GitHub API call happens in it, so the answer is fast and a crash
 loses nothing GitHub was told was received. One exception: a trigger label's sender is asked of
 GitHub first (``TriggerCheck``, cached), since a label from someone without the required role
-must record no run; the refusal's one reply is posted after the answer. gidgethub's sans-I/O
+must record no run; the refusal's one reply is posted after the answer, as is the answer to a
+command that reaches no run (a mistyped verb). gidgethub's sans-I/O
 ``Event.from_http`` checks the ``X-Hub-Signature-256`` HMAC (constant time);
 ``github/routing.py`` decides from the payload alone; one ledger transaction
 (``Store.accept_deliveries``) stores the delivery with what it caused (a new run, a pending
@@ -36,7 +37,7 @@ from pydantic import ValidationError
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
-from github.routing import Ignore, RouteSettings, StartRun, VerifyPullRequest, route
+from github.routing import Ignore, Reply, RouteSettings, StartRun, VerifyPullRequest, route
 from github.webhook_payloads import parse_event
 from runner.errors import LedgerUnavailable, StepFailure
 from runner.intake import new_run
@@ -61,6 +62,8 @@ class TriggerCheck(Protocol):
     def check(self, origin: GitHubOrigin) -> Authorization: ...
 
     def refuse(self, origin: GitHubOrigin, issue: int, why: Authorization) -> bool: ...
+
+    def answer(self, reply: Reply) -> bool: ...
 
 
 # A refused label: the run it would have started, its issue, and why not.
@@ -117,7 +120,7 @@ class WebhookReceiver:
             return _answer(401, "the signature does not match the configured secret")
         except (BadRequest, ValueError) as exc:
             return _answer(400, f"the body is not a JSON delivery: {exc}")
-        intake = self.intake(event)
+        intake, reply = self._intake(event)
         refused: _Refusal | None = None
         if _label_start(intake) is not None and self.config.triggers is not None:
             try:
@@ -135,6 +138,9 @@ class WebhookReceiver:
         if refused is not None and outcome.recorded:
             threading.Thread(target=self._refuse, args=(intake.delivery.id, refused),
                              daemon=True, name="ratchet-trigger-reply").start()
+        if reply is not None and outcome.recorded:
+            threading.Thread(target=self._answer, args=(intake.delivery.id, reply),
+                             daemon=True, name="ratchet-command-reply").start()
         log.info("delivery %r (%s): %s: %s run=%r", event.delivery_id, event.event,
                  outcome.decision, outcome.reason, outcome.run_id)
         acted = outcome.recorded and outcome.decision in {"start", "signal"}
@@ -153,10 +159,13 @@ class WebhookReceiver:
     def record(self, event: Event) -> DeliveryOutcome:
         """Record one delivery now, in its own transaction (a caller with one event, such as
         an Actions job, whose payload the runner vouches for)."""
-        intake, refused = self._gate(self.intake(event))
+        intake, reply = self._intake(event)
+        intake, refused = self._gate(intake)
         [outcome] = self.store.accept_deliveries([intake])
         if refused is not None and outcome.recorded:
             self._refuse(intake.delivery.id, refused)
+        if reply is not None and outcome.recorded:
+            self._answer(intake.delivery.id, reply)
         return outcome
 
     def _gate(self, intake: DeliveryIntake) -> tuple[DeliveryIntake, _Refusal | None]:
@@ -180,9 +189,22 @@ class WebhookReceiver:
         except Exception as exc:
             log.warning("delivery %r: the refusal's reply was not sent: %s", delivery, exc)
 
+    def _answer(self, delivery: str, reply: Reply) -> None:
+        """The answer to a command that reaches no run; a failure is logged (the delivery is
+        recorded, with why it was ignored)."""
+        if self.config.triggers is None:
+            return
+        try:
+            self.config.triggers.answer(reply)
+        except Exception as exc:
+            log.warning("delivery %r: the command's reply was not sent: %s", delivery, exc)
 
     def intake(self, event: Event) -> DeliveryIntake:
         """Decide (pure) what the delivery would cause; the ledger has the last word."""
+        return self._intake(event)[0]
+
+    def _intake(self, event: Event) -> tuple[DeliveryIntake, Reply | None]:
+        """``intake``, with the reply its author is owed when the delivery reaches no run."""
         data = event.data if isinstance(event.data, dict) else {}
         action = data.get("action") if isinstance(data.get("action"), str) else None
         try:
@@ -193,12 +215,12 @@ class WebhookReceiver:
         delivery = NewDelivery(event.delivery_id, event.event, action, _decision(intent),
                                _describe(intent))
         if isinstance(intent, StartRun):
-            return DeliveryIntake(delivery, start=self._new_run(intent))
+            return DeliveryIntake(delivery, start=self._new_run(intent)), None
         if isinstance(intent, VerifyPullRequest):
-            return DeliveryIntake(delivery, start=self._verification(intent))
+            return DeliveryIntake(delivery, start=self._verification(intent)), None
         if isinstance(intent, SignalFor):
-            return DeliveryIntake(delivery, signal=intent)
-        return DeliveryIntake(delivery)
+            return DeliveryIntake(delivery, signal=intent), None
+        return DeliveryIntake(delivery), intent.reply
 
     def _new_run(self, start: StartRun) -> NewRun:
         origin = GitHubOrigin(

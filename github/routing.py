@@ -75,8 +75,23 @@ class VerifyPullRequest:
 
 
 @dataclass(frozen=True)
+class Reply:
+    """A command in a comment that reaches no run (a mistyped verb, a missing argument): its
+    author is answered with ``text`` (``github/triggers.py`` decides whether now)."""
+
+    owner: str
+    repo: str
+    installation: int | None
+    clone_url: str
+    number: int
+    author: str
+    text: str
+
+
+@dataclass(frozen=True)
 class Ignore:
     reason: str
+    reply: Reply | None = None  # the answer its author gets, when one is owed
 
 
 # A signal is the ledger's own record: a signal for the active run of an issue or pull request
@@ -163,7 +178,11 @@ def _comment(event: IssueCommentEvent, settings: RouteSettings) -> Intent:
     try:
         command = parse_command(comment.body)
     except CommandError as exc:
-        return Ignore(str(exc))
+        owner, name = event.repository.slug
+        return Ignore(str(exc), Reply(
+            owner=owner, repo=name, installation=event.installation.id if event.installation
+            else None, clone_url=event.repository.clone_url, number=event.issue.number,
+            author=comment.user.login, text=f"{exc}."))
     if command is None:
         return Ignore("no /ratchet command")
     payload = command.payload(comment=CommentRef(id=comment.id, issue=event.issue.number))

@@ -1,10 +1,15 @@
-"""Who may start a run with the trigger label, and the one reply to someone who may not.
+"""Who may start a run with the trigger label, and the one reply to someone who may not; the
+answer to a command that reaches no run.
 
 GitHub lets anyone with triage access add a label; a run spends the operator's money and
 writes to the repository, so the label starts one only when its sender holds
 ``RATCHET_TRIGGER_PERMISSION`` (write by default) or is a bot the operator allows. Anyone else
 gets one reply on the issue saying who may, at most once a minute per person and issue
 (``Store.claim_reply``, so every process agrees), and no run is recorded.
+
+A ``/ratchet`` command that names no verb Ratchet knows (or lacks its argument) is answered
+with what would work: every time for someone with write access, at most once a minute per
+issue for anyone else (a reader's burst costs one reply, as a run's refusals do).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from .client import GitHubClient
 from .comments import ISSUE_COMMENTS
 from .permissions import BOT_SUFFIX, NO_ACCESS, ROLES, Permissions
 from .repository import RepoAPI, RepoTarget
+from .routing import Reply
 
 log = logging.getLogger(__name__)
 
@@ -72,4 +78,18 @@ class TriggerGate:
                 " maintainer to add it.\n")
         RepoAPI(self.client, self._target(origin)).post(ISSUE_COMMENTS, {"body": body},
                                                         issue_number=issue)
+        return True
+
+    def answer(self, reply: Reply) -> bool:
+        """Post the reply to a command that reaches no run (False: its author is not a
+        writer and was answered lately); GitHub's failures are raised."""
+        target = RepoTarget(reply.owner, reply.repo,
+                            reply.installation if self.per_installation else None)
+        writer = self.permissions.role(target, reply.author).at_least("write")
+        if not writer and not self.store.claim_reply(reply.clone_url, reply.number,
+                                                     reply.author, interval=REPLY_INTERVAL):
+            return False
+        RepoAPI(self.client, target).post(ISSUE_COMMENTS,
+                                          {"body": f"@{reply.author}: {reply.text}\n"},
+                                          issue_number=reply.number)
         return True

@@ -316,3 +316,16 @@ def test_a_review_requesting_changes_sends_the_spec_back(payload: dict[str, Any]
     assert isinstance(intent, SignalFor)
     assert (intent.number, intent.kind, intent.author) == (4, SignalKind.REQUEST_CHANGES, "bob")
     assert intent.payload.to_stored() == {"message": expected, "review": 31}
+
+
+def test_a_mistyped_verb_is_ignored_with_the_reply_listing_the_commands() -> None:
+    intent = route("issue_comment", parse_event("issue_comment", comment("/ratchet aprove 3f")),
+                   ROUTING)
+    assert isinstance(intent, Ignore) and intent.reply is not None
+    reply = intent.reply
+    assert (reply.owner, reply.repo, reply.number, reply.author) == ("acme", "widgets", 7, "bob")
+    assert reply.text.startswith("unknown command '/ratchet aprove 3f'; the commands are")
+    assert "`/ratchet status`" in reply.text and "`/ratchet approve <spec hash>`" in reply.text
+    quiet = route("issue_comment", parse_event("issue_comment", comment("just a comment")),
+                  ROUTING)
+    assert isinstance(quiet, Ignore) and quiet.reply is None

@@ -137,3 +137,18 @@ def test_an_approve_sent_before_ratchet_confirmed_its_pull_request_is_answered(
     assert [r.content for r in scene.fake.reactions(OWNER, REPO, comment)] == ["eyes"]
     scene.wait_for("the run to move past its approval",
                    lambda: (scene.run_state() or {}).get("state") != "awaiting_approval")
+
+
+def test_a_writers_mistyped_verb_is_answered_with_the_commands(scene: AppScene) -> None:
+    scene.serve()
+    assert scene.deliver("issues", scene.labeled(ISSUE, sender=WRITER)).status_code == 202
+    for _ in range(2):
+        _, answer = scene.command(ISSUE, "/ratchet aprove 3f2a", author=WRITER)
+        assert answer.status_code == 200 and answer.json()["decision"] == "ignore"
+
+    def answers() -> list[str]:
+        return [b for b in bot_replies(scene) if b.startswith(f"@{WRITER}: unknown command")]
+
+    replies = scene.wait_for("both answers", lambda: len(answers()) == 2 and answers())
+    assert all("`/ratchet approve <spec hash>`" in r and "`/ratchet status`" in r
+               for r in replies)

@@ -8,6 +8,7 @@ import pytest
 
 from github.client import GitHubClient
 from github.permissions import Permissions
+from github.routing import Reply
 from github.triggers import TriggerGate
 from runner.ledger import open_store
 from runner.origin import GitHubOrigin
@@ -62,4 +63,26 @@ def test_one_reply_per_person_and_issue_a_minute(fake: FakeGitHub, client: GitHu
     assert not gate.refuse(origin("tess"), issue, why)
     [reply] = fake.comments(OWNER, REPO, issue)
     assert reply.body.startswith("@tess: the `ratchet` label starts a Ratchet run only when")
+    store.close()
+
+
+def test_a_command_reaching_no_run_is_answered_every_time_for_a_writer(
+        fake: FakeGitHub, client: GitHubClient, tmp_path: Path) -> None:
+    store = open_store(str(tmp_path / "ledger.db"))
+    gate = TriggerGate(client, Permissions(client), store)
+    fake.set_permission(OWNER, REPO, "alice", "write")
+    fake.set_permission(OWNER, REPO, "rory", "read")
+    issue = fake.create_issue(OWNER, REPO, title="t", body="b", author="alice")
+
+    def reply(login: str) -> Reply:
+        return Reply(owner=OWNER, repo=REPO, installation=INSTALLATION,
+                     clone_url=f"https://github.com/{OWNER}/{REPO}.git", number=issue,
+                     author=login, text="unknown command '/ratchet aprove'; the commands are X.")
+
+    assert gate.answer(reply("alice")) and gate.answer(reply("alice"))
+    assert gate.answer(reply("rory")) and not gate.answer(reply("rory"))
+    bodies = [c.body for c in fake.comments(OWNER, REPO, issue)]
+    assert bodies == [
+        "@alice: unknown command '/ratchet aprove'; the commands are X.\n"] * 2 + [
+        "@rory: unknown command '/ratchet aprove'; the commands are X.\n"]
     store.close()
