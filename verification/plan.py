@@ -409,11 +409,13 @@ def _without_cycles(needs: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, .
 def _concerning(because: dict[str, tuple[str, ...]], detected: DetectedCheck | None,
                 selection: Selection) -> dict[str, tuple[str, ...]]:
     """The reasons that apply to a check: a file that concerns one ecosystem only selects
-    that ecosystem's detected checks (configured checks run for any file)."""
+    that ecosystem's detected checks, a tool's config only the checks running that tool
+    (configured checks run for any file)."""
     if detected is None:
         return because
     return {f: s for f, s in because.items()
-            if selection.only.get(f, detected.ecosystem) is detected.ecosystem}
+            if selection.only.get(f, detected.ecosystem) is detected.ecosystem
+            and detected.id in selection.tools.get(f, (detected.id,))}
 
 
 def _coverage(changed: list[str], selection: Selection, plan: Plan,

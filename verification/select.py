@@ -9,10 +9,14 @@ Pure. Each changed file is classified, in this order:
    `tests/` or `fixtures/` is a test input, so it counts as code).
 4. `lockfile`: the workspaces installing from it whose resolution changed (the lockfile diffed
    per package against the base, see `lockfiles`), or all of them when that is unknown.
-5. `shared`: a toolchain pin or tool config (`.python-version`, `ruff.toml`, `.eslintrc.*`,
-   `rust-toolchain.toml`, ...) and a workspace declaration (`pnpm-workspace.yaml`, a root
-   package.json with `workspaces`, `go.work`): the workspaces of its ecosystem at or below its
-   folder (a declaration: its root and members).
+5. `shared`: a tool's config (`.eslintrc.*`, `tsconfig*.json`, `ruff.toml`, `mypy.ini`, ...):
+   only the checks running that tool (`Tool`), in the workspaces of its ecosystem at or below
+   its folder (else the one holding it); a tool no detected check runs (flake8, pyright,
+   clippy...) plans nothing, and the file is listed as unverified with that reason. A
+   toolchain pin (`.python-version`, `rust-toolchain.toml`, ...) and a workspace declaration
+   (`pnpm-workspace.yaml`, a root package.json with `workspaces`, `go.work`): every check of
+   the workspaces of its ecosystem at or below its folder (a declaration: its root and
+   members).
 6. `code`: the workspace containing it; `outside` when none does.
 
 Then every workspace depending on a selected one is selected too, transitively (`graph`).
@@ -57,24 +61,67 @@ LOCKFILES = {
     "uv.lock": _PY, "poetry.lock": _PY, "Cargo.lock": _RUST, "go.sum": _GO, "go.work.sum": _GO,
 }  # fmt: skip
 
-# Toolchain pins and tool configs shared by the workspaces of one ecosystem below them.
+# Toolchain pins and configs shared by the workspaces of one ecosystem below them.
 SHARED_FILES = {
-    ".python-version": _PY, "ruff.toml": _PY, ".ruff.toml": _PY, "mypy.ini": _PY,
-    ".mypy.ini": _PY, "pytest.ini": _PY, "tox.ini": _PY, "noxfile.py": _PY,
-    "constraints.txt": _PY, ".flake8": _PY, ".pylintrc": _PY, "pyrightconfig.json": _PY,
+    ".python-version": _PY, "pytest.ini": _PY, "tox.ini": _PY, "noxfile.py": _PY,
+    "constraints.txt": _PY,
     ".nvmrc": _NODE, ".node-version": _NODE, ".npmrc": _NODE, ".yarnrc": _NODE,
-    ".yarnrc.yml": _NODE, "tsconfig.json": _NODE, "tsconfig.base.json": _NODE,
-    "biome.json": _NODE, "biome.jsonc": _NODE, "turbo.json": _NODE, "nx.json": _NODE,
-    "lerna.json": _NODE, ".eslintignore": _NODE, ".prettierignore": _NODE,
+    ".yarnrc.yml": _NODE, "turbo.json": _NODE, "nx.json": _NODE, "lerna.json": _NODE,
     "pnpm-workspace.yaml": _NODE,
-    "rust-toolchain": _RUST, "rust-toolchain.toml": _RUST, "clippy.toml": _RUST,
-    ".clippy.toml": _RUST, "rustfmt.toml": _RUST, ".rustfmt.toml": _RUST,
-    ".go-version": _GO, ".golangci.yml": _GO, ".golangci.yaml": _GO, "go.work": _GO,
+    "rust-toolchain": _RUST, "rust-toolchain.toml": _RUST,
+    ".go-version": _GO, "go.work": _GO,
 }  # fmt: skip
-SHARED_PREFIXES = (
-    (".eslintrc", _NODE), ("eslint.config.", _NODE), (".prettierrc", _NODE),
-    ("prettier.config.", _NODE), ("babel.config.", _NODE),
+SHARED_PREFIXES = (("babel.config.", _NODE),)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """The tool a config file configures: a change to the file concerns only the detected
+    checks running that tool (`checks`, by id), none when no check runs it."""
+
+    name: str
+    ecosystem: Ecosystem
+    checks: frozenset[str]
+
+
+_ESLINT = Tool("eslint", _NODE, frozenset({"node-lint"}))
+_PRETTIER = Tool("prettier", _NODE, frozenset({"node-lint"}))
+_BIOME = Tool("biome", _NODE, frozenset({"node-lint"}))
+# A build script does not say whether it runs tsc: a tsconfig plans the type check (and the
+# builds that check needs first).
+_TSC = Tool("tsc", _NODE, frozenset({"node-typecheck"}))
+_RUFF = Tool("ruff", _PY, frozenset({"ruff"}))
+_MYPY = Tool("mypy", _PY, frozenset({"mypy"}))
+# Tools whose configs no detected check runs: their change plans nothing and says so.
+TOOL_FILES = {
+    ".eslintignore": _ESLINT, ".prettierignore": _PRETTIER, "biome.json": _BIOME,
+    "biome.jsonc": _BIOME,
+    "ruff.toml": _RUFF, ".ruff.toml": _RUFF, "mypy.ini": _MYPY, ".mypy.ini": _MYPY,
+    ".flake8": Tool("flake8", _PY, frozenset()), ".pylintrc": Tool("pylint", _PY, frozenset()),
+    "pyrightconfig.json": Tool("pyright", _PY, frozenset()),
+    "clippy.toml": Tool("clippy", _RUST, frozenset()),
+    ".clippy.toml": Tool("clippy", _RUST, frozenset()),
+    "rustfmt.toml": Tool("rustfmt", _RUST, frozenset()),
+    ".rustfmt.toml": Tool("rustfmt", _RUST, frozenset()),
+    ".golangci.yml": Tool("golangci-lint", _GO, frozenset()),
+    ".golangci.yaml": Tool("golangci-lint", _GO, frozenset()),
+}  # fmt: skip
+TOOL_PREFIXES = (
+    (".eslintrc", _ESLINT), ("eslint.config.", _ESLINT), (".prettierrc", _PRETTIER),
+    ("prettier.config.", _PRETTIER), ("tsconfig", _TSC),
 )  # fmt: skip
+
+
+def tool_of(path: str) -> Tool | None:
+    """The tool `path` configures, if it is a known tool config (`tsconfig*.json`, ...)."""
+    name = basename(path)
+    tool = TOOL_FILES.get(name)
+    if tool is None:
+        tool = next((t for prefix, t in TOOL_PREFIXES if name.startswith(prefix)), None)
+    if tool is _TSC and not name.endswith(".json"):
+        return None
+    return tool
+
 
 FileKind = Literal["ignored", "global", "documentation", "lockfile", "shared", "code", "outside"]
 Steps = tuple[str, ...]
@@ -98,6 +145,8 @@ class Selection:
     # A file that concerns one ecosystem (a lockfile, a tool config) selects only that
     # ecosystem's checks of a workspace holding several (a Cargo root with a pyproject).
     only: dict[str, Ecosystem] = field(default_factory=dict)
+    # A tool config selects only the detected checks running that tool (by check id).
+    tools: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def add(self, workspace: str, file: str, steps: Steps) -> bool:
         """Record that `file` selects `workspace`; False when it already did."""
@@ -165,6 +214,8 @@ def select(
                                                     f"workspace {declaration.root}",))
             selection.files[path] = FileStatus(
                 "shared", f"declares {len(declaration.members)} {declaration.ecosystem} members")
+        elif (tool := tool_of(path)) is not None:
+            _tool_config(path, tool, layout, selection)
         elif _shared(path, layout, selection) is None:
             _code(path, layout, selection)
     if graph is not None:
@@ -201,6 +252,33 @@ def _shared(path: str, layout: Layout, selection: Selection) -> Ecosystem | None
         selection.add(workspace, path, (step,))
     selection.files[path] = FileStatus("shared", f"{ecosystem} config for {len(scope)} workspaces")
     return ecosystem
+
+
+def _tool_config(path: str, tool: Tool, layout: Layout, selection: Selection) -> None:
+    """Select the workspaces of the tool's ecosystem at or below the config's folder (else the
+    workspace holding it), for the checks running that tool only."""
+    folder = parent_folder(path)
+    scope = layout.below(folder, tool.ecosystem)
+    owner = layout.owner(path)
+    if not scope and owner is not None and tool.ecosystem in layout.workspaces[owner].ecosystems:
+        scope = [owner]
+    if not scope:
+        selection.files[path] = FileStatus("outside", f"{tool.name} config for no "
+                                                      f"{tool.ecosystem} workspace")
+        return
+    if not tool.checks:
+        selection.files[path] = FileStatus(
+            "shared", f"configures {tool.name}, and no planned check runs {tool.name}")
+        return
+    selection.only[path] = tool.ecosystem
+    selection.tools[path] = tool.checks
+    where = "the repository" if folder == "." else folder
+    for workspace in scope:
+        selection.add(workspace, path, (f"{basename(path)} configures {tool.name} for the "
+                                        f"{tool.ecosystem} workspaces in {where}",))
+    runs = ", ".join(sorted(tool.checks))
+    selection.files[path] = FileStatus(
+        "shared", f"{tool.name} config: only its checks ({runs}) in {len(scope)} workspaces")
 
 
 def _lockfile(path: str, layout: Layout, manifests: Manifests, base: Tree | None,
