@@ -39,13 +39,17 @@ from starlette.responses import JSONResponse
 
 from github.routing import Ignore, Reply, RouteSettings, StartRun, VerifyPullRequest, route
 from github.webhook_payloads import parse_event
+from github.words import GitHubWords
 from runner.errors import LedgerUnavailable, StepFailure
+from runner.inbox import status_said
 from runner.intake import new_run
 from runner.ledger.records import DeliveryIntake, DeliveryOutcome, NewDelivery, NewRun, SignalFor
 from runner.ledger.store import Store
 from runner.names import SignalKind
 from runner.origin import AgentChoice, GitHubOrigin
+from runner.render import render_status_reply
 from runner.signals import Authorization
+from runner.status import read_status
 from runner.tracking import with_first_edit
 from runner.workflow import PULL_REQUEST_WORKFLOW
 
@@ -141,6 +145,9 @@ class WebhookReceiver:
         if reply is not None and outcome.recorded:
             threading.Thread(target=self._answer, args=(intake.delivery.id, reply),
                              daemon=True, name="ratchet-command-reply").start()
+        if _asks_ended_run(intake, outcome):
+            threading.Thread(target=self._answer_ended, args=(intake, outcome),
+                             daemon=True, name="ratchet-status-reply").start()
         log.info("delivery %r (%s): %s: %s run=%r", event.delivery_id, event.event,
                  outcome.decision, outcome.reason, outcome.run_id)
         acted = outcome.recorded and outcome.decision in {"start", "signal"}
@@ -166,6 +173,8 @@ class WebhookReceiver:
             self._refuse(intake.delivery.id, refused)
         if reply is not None and outcome.recorded:
             self._answer(intake.delivery.id, reply)
+        if _asks_ended_run(intake, outcome):
+            self._answer_ended(intake, outcome)
         return outcome
 
     def _gate(self, intake: DeliveryIntake) -> tuple[DeliveryIntake, _Refusal | None]:
@@ -198,6 +207,26 @@ class WebhookReceiver:
             self.config.triggers.answer(reply)
         except Exception as exc:
             log.warning("delivery %r: the command's reply was not sent: %s", delivery, exc)
+
+    def _answer_ended(self, intake: DeliveryIntake, outcome: DeliveryOutcome) -> None:
+        """A status request on an ended run: answered with its final state."""
+        assert intake.signal is not None and outcome.run_id is not None
+        try:
+            run = self.store.get_run(outcome.run_id)
+            status = read_status(self.store, run.id, now=time.time())
+        except Exception as exc:
+            log.warning("delivery %r: the status of run %r was not read: %s",
+                        intake.delivery.id, outcome.run_id, exc)
+            return
+        if not isinstance(run.origin, GitHubOrigin):
+            return
+        origin = run.origin
+        text = render_status_reply({"run": run.id, "status": status_said(status)},
+                                   GitHubWords()).strip()
+        self._answer(intake.delivery.id, Reply(
+            owner=origin.owner, repo=origin.repo, installation=origin.installation,
+            clone_url=origin.clone_url, number=intake.signal.number,
+            author=intake.signal.author, text=text))
 
     def intake(self, event: Event) -> DeliveryIntake:
         """Decide (pure) what the delivery would cause; the ledger has the last word."""
@@ -298,6 +327,12 @@ def _label_start(intake: DeliveryIntake) -> GitHubOrigin | None:
     if isinstance(origin, GitHubOrigin) and origin.label is not None:
         return origin
     return None
+
+
+def _asks_ended_run(intake: DeliveryIntake, outcome: DeliveryOutcome) -> bool:
+    """Whether the delivery is a status request the ledger found only an ended run for."""
+    return (outcome.recorded and outcome.decision == "ignore" and outcome.run_id is not None
+            and intake.signal is not None and intake.signal.kind is SignalKind.STATUS)
 
 
 def _decision(intent: object) -> str:

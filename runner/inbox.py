@@ -146,14 +146,17 @@ def status_reply(run: Run, signal: Signal, verdict: Verdict, status: RunStatus) 
     """A status request: answered with the status, and nothing moves."""
     reply = effect(run, EffectKind.REPLY, f"reply.{answer_name(signal)}", {
         "run": run.id, "signal": signal.id, "author": signal.author,
-        "status": {"state": status.state, "step": status.step,
-                   "completed": status.completed_steps, "reason": status.reason,
-                   "next_action": status.next_action.to_dict(),
-                   "usage": {k: v for k, v in status.usage.items() if k != "steps"}},
-        "in_reply_to": _comment(signal),
+        "status": status_said(status), "in_reply_to": _comment(signal),
     })
     return unchanged(run, effects=(reply.intent(),),
                      signal=SignalDecision(signal.id, SignalStatus.ACCEPTED, verdict.reason))
+
+
+def status_said(status: RunStatus) -> dict[str, Any]:
+    """What a status reply says of ``status`` (``runner/render.py`` words it)."""
+    return {"state": status.state, "step": status.step, "completed": status.completed_steps,
+            "reason": status.reason, "next_action": status.next_action.to_dict(),
+            "usage": {k: v for k, v in status.usage.items() if k != "steps"}}
 
 
 def acknowledgement(run: Run, signal: Signal, content: str) -> tuple[EffectRequest, ...]:

@@ -754,7 +754,14 @@ class SqlStore(ABC):
         elif signal is not None:
             active = (self._named_run(tx, signal.repo, signal.run_id) if signal.run_id
                       else self._active_run(tx, signal.repo, signal.number, by="either"))
-            if active is None and signal.pull_request and signal.run_id is None:
+            ended = (self._last_run(tx, signal.repo, signal.number)
+                     if active is None and signal.kind is SignalKind.STATUS
+                     and signal.run_id is None else None)
+            if ended is not None:
+                # A status request on an ended run is answered at the edge with its final
+                # state (the run moves no more, so nothing is recorded on it).
+                decision, reason, run_id = "ignore", f"run {ended} has ended", ended
+            elif active is None and signal.pull_request and signal.run_id is None:
                 self._keep_early(tx, f"delivery:{delivery.id}", signal, at)
                 decision, reason = "wait", (
                     f"no run has linked #{signal.number} yet: the signal waits for one")
@@ -861,6 +868,12 @@ class SqlStore(ABC):
         """``run_id`` if it is a run of ``repo`` (ended ones too: they answer a refusal)."""
         row = tx.one(f"SELECT id FROM runs WHERE id = ? AND repo = ?{self.lock_clause}",
                      (run_id, repo))
+        return None if row is None else row["id"]
+
+    def _last_run(self, tx: Tx, repo: str, number: int) -> str | None:
+        """The newest run of ``repo`` for issue or pull request ``number``, ended or not."""
+        row = tx.one("SELECT id FROM runs WHERE repo = ? AND (issue = ? OR pr = ?)"
+                     " ORDER BY created_at DESC LIMIT 1", (repo, number, number))
         return None if row is None else row["id"]
 
     def _active_run(self, tx: Tx, repo: str, number: int | None, *, by: str) -> str | None:

@@ -152,3 +152,19 @@ def test_a_writers_mistyped_verb_is_answered_with_the_commands(scene: AppScene) 
     replies = scene.wait_for("both answers", lambda: len(answers()) == 2 and answers())
     assert all("`/ratchet approve <spec hash>`" in r and "`/ratchet status`" in r
                for r in replies)
+
+
+def test_status_on_an_ended_run_is_answered_with_its_final_state(scene: AppScene) -> None:
+    scene.serve()
+    assert scene.deliver("issues", scene.labeled(ISSUE, sender=WRITER)).status_code == 202
+    scene.command(ISSUE, "/ratchet cancel", author=WRITER)
+    scene.wait_for("the run to end",
+                   lambda: (scene.run_state() or {}).get("state") == "cancelled")
+    _, answer = scene.command(ISSUE, "/ratchet status", author=WRITER)
+    assert answer.json()["decision"] == "ignore" and "has ended" in answer.json()["reason"]
+
+    def answers() -> list[str]:
+        return [b for b in bot_replies(scene) if b.startswith(f"@{WRITER}: run `")]
+
+    [reply] = scene.wait_for("the status reply", answers)
+    assert "is cancelled" in reply and "none: the run was cancelled" in reply, reply

@@ -352,6 +352,22 @@ def test_a_delivery_signals_the_active_run_of_an_issue_or_its_pull_request(store
     assert nobody.decision == "ignore" and "no active run for #99" in nobody.reason
 
 
+def test_a_status_request_finds_the_ended_run_of_its_issue_and_records_nothing_on_it(store):
+    store.create_run(NewRun(id="r1", repo="repo", title="t", issue=7), now=T0)
+    store.cancel("r1", reason="cancelled", now=T0 + 1, signal=NewSignal(
+        "cli:1", "r1", SignalKind.CANCEL, "ann", "local"))
+    asked = store.accept_delivery(
+        NewDelivery("guid-s", "issue_comment", "created", "signal", "status"),
+        signal=SignalFor("repo", 7, SignalKind.STATUS, author="ann", origin="github"))
+    assert (asked.decision, asked.run_id) == ("ignore", "r1") and "has ended" in asked.reason
+    assert [s.kind for s in store.signals("r1")] == [SignalKind.CANCEL]
+    approve = store.accept_delivery(
+        NewDelivery("guid-a", "issue_comment", "created", "signal", "approve"),
+        signal=SignalFor("repo", 7, SignalKind.APPROVE, author="ann", origin="github",
+                         payload=Approve(hash="abcdef")))
+    assert (approve.decision, approve.run_id) == ("ignore", None)
+
+
 def test_a_command_on_a_pull_request_no_run_linked_yet_waits_for_the_link(store):
     """The run that opened #12 has not confirmed it (its acknowledgement was lost): a writer's
     approve on #12 waits, and joins the run's inbox when the run links #12."""
