@@ -35,7 +35,7 @@ WATCHED_PREFIXES = ("requirements", "vitest.config.", "vitest.workspace.", "jest
 RESOURCE_DIRS = frozenset(
     {
         "fixtures", "fixture", "__fixtures__", "testdata", "test-data", "test_data",
-        "templates", "template", "__snapshots__", "snapshots",
+        "templates", "template", "__snapshots__", "snapshots", "resources",
     }
 )  # fmt: skip
 # A manifest inside a Jest `__tests__` folder is a fixture too.

@@ -9,8 +9,12 @@ the ecosystems declare decides the rest:
   one install) and the root's runner may cover it.
 - Crates of a Cargo workspace are folded into it: `cargo test --workspace` runs from its root.
 - A manifest below a fixture, template or test-data folder (`fixtures/`, `templates/`,
-  `__tests__/`, `testdata/`, ...) that no declaration lists is test data, not a workspace: its
-  files belong to the workspace around it.
+  `__tests__/`, `testdata/`, `resources/`, ...) that no declaration lists is test data, not a
+  workspace: its files belong to the workspace around it. So is an undeclared Node or Python
+  manifest without a lockfile below a `test/` folder (a module-type `test/package.json`).
+- Only declared members are members: a `package.json` inside a Node workspace root that does
+  not list it (glob depth exact, `!pattern` excluded) and with no lockfile of its own is no
+  workspace; no install would reach it.
 - A folder `.github/ratchet.yml` names (`verify.workspaces`, or the root with `verify.checks`)
   is always a workspace.
 """
@@ -44,6 +48,16 @@ MANIFEST_ECOSYSTEM = {
     "go.mod": Ecosystem.GO,
     "Cargo.toml": Ecosystem.RUST,
 }
+
+
+# Folders of tests: a Node or Python manifest there that no workspace declares and that has no
+# lockfile is how the tests load (a module-type package.json) or what they read, not a project.
+_TEST_FOLDERS = frozenset({"test", "tests", "__tests__", "e2e"})
+_DATA_MANIFESTS = frozenset({"package.json", "pyproject.toml", "setup.py", "setup.cfg"})
+_LOCKFILES = frozenset({
+    "pnpm-lock.yaml", "yarn.lock", "package-lock.json", "npm-shrinkwrap.json", "bun.lock",
+    "bun.lockb", "uv.lock", "poetry.lock",
+})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -157,6 +171,7 @@ def find_layout(
                 entry = (declaration.ecosystem, declaration.root)
                 member_roots.setdefault(member, []).append(entry)
     roots = {root for _, root in declarations}
+    node_roots = sorted(root for eco, root in declarations if eco is Ecosystem.NODE)
     configured_set = set(configured)
 
     workspaces: dict[str, Workspace] = {}
@@ -170,9 +185,16 @@ def find_layout(
             continue
         declared = folder in member_roots or folder in roots or folder in folded
         if not declared and folder not in configured_set and folder != ".":
-            part = has_part(folder + "/", FIXTURE_DIRS)
-            if part is not None:
-                skipped[folder] = f"below a {part}/ folder and no workspace declares it: test data"
+            reason = _test_data(folder, held, index)
+            if reason is None and "package.json" in held and not _locked(index, folder):
+                outer = _declaring_root(folder, node_roots)
+                if outer is not None:  # no install would reach it: its scripts cannot run
+                    held.discard("package.json")
+                    if not held:
+                        reason = (f"not a member of the Node workspace at {outer} and no "
+                                  "lockfile of its own: part of the workspace around it")
+            if reason is not None:
+                skipped[folder] = reason
                 continue
         roots_of = tuple(sorted(member_roots.get(folder, ())))
         workspaces[folder] = Workspace(folder, frozenset(held), roots_of)
@@ -180,6 +202,29 @@ def find_layout(
         workspaces[folder] = Workspace(folder, frozenset())
         skipped.pop(folder, None)
     return Layout(workspaces, declarations, folded, skipped)
+
+
+def _test_data(folder: str, held: set[str], index: RepoIndex) -> str | None:
+    """Why an undeclared manifest folder is test data, or None when it may be a workspace."""
+    part = has_part(folder + "/", FIXTURE_DIRS)
+    if part is not None:
+        return f"below a {part}/ folder and no workspace declares it: test data"
+    part = has_part(folder + "/", _TEST_FOLDERS)
+    if part is not None and held <= _DATA_MANIFESTS and not _locked(index, folder):
+        # e.g. test/package.json with only {"type": "module"}: it sets how the tests load.
+        return f"below a {part}/ folder with no lockfile and no workspace declares it: test data"
+    return None
+
+
+def _locked(index: RepoIndex, folder: str) -> bool:
+    """True when `folder` installs on its own (it holds a lockfile)."""
+    return not _LOCKFILES.isdisjoint(index.names.get(folder, ()))
+
+
+def _declaring_root(folder: str, roots: Iterable[str]) -> str | None:
+    """The nearest declaring root strictly above `folder`, if any."""
+    above = [root for root in roots if root != folder and is_below(folder, root)]
+    return max(above, key=len) if above else None
 
 
 def _declarations(
