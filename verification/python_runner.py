@@ -12,7 +12,8 @@ where the repository uses them, with the repository's own configuration:
   check, else `mypy .` without the nested workspaces.
 - tests only where test files exist outside fixture folders, run by the repository's runner:
   `uv run`/`poetry run pytest`, `tox -e py`, a nox `tests` session, a Makefile `test` target,
-  else `python -m pytest`. A pytest section's `testpaths` is respected; without one, nested
+  else `python -m pytest`. A pytest section's `testpaths`, `norecursedirs` and `python_files`
+  decide which test files count (none collected: no pytest); without `testpaths`, nested
   workspaces (checked on their own) and fixture folders holding test-named files are ignored.
 """
 
@@ -21,7 +22,9 @@ from __future__ import annotations
 import configparser
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase as fnmatch
 from posixpath import normpath
 
 from verification.checks import DetectedCheck
@@ -42,6 +45,8 @@ PYTEST_ARGS = '-q -p no:cacheprovider --junitxml="$RATCHET_JUNIT"'
 PYTEST_COMMAND = f"python -m pytest {PYTEST_ARGS}"
 
 _PY = Ecosystem.PYTHON
+# The pytest options that decide which test files a run collects.
+_KEYS = ("testpaths", "norecursedirs", "python_files")
 
 
 @dataclass
@@ -111,15 +116,14 @@ def python_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: M
             )
             checks.append(DetectedCheck("mypy", "typecheck", f"{runner}mypy .{excludes}", _PY))
 
-    testpaths, configured = _pytest_config(workspace, pyproject, manifests, index)
-    files = tests.files.get(workspace, [])
-    if testpaths:
-        files = [f for f in files if any(f == t or f.startswith(t + "/") for t in testpaths)]
+    config = _pytest_config(workspace, pyproject, manifests, index)
+    testpaths = config.testpaths
+    files = [f for f in tests.files.get(workspace, []) if config.collects(f)]
     if files:
         checks.append(DetectedCheck("pytest", "test", _test_command(
             workspace, runner, index, manifests, pyproject,
             ignores=[] if testpaths else [*nested, *(
-                [] if configured else sorted(tests.fixture_dirs.get(workspace, ())))],
+                [] if config.configured else sorted(tests.fixture_dirs.get(workspace, ())))],
         ), _PY))
     return checks
 
@@ -163,14 +167,41 @@ def _test_command(workspace: str, runner: str, index: RepoIndex, manifests: Mani
     return f"{PYTEST_COMMAND}{suffix}"
 
 
+@dataclass(frozen=True)
+class PytestConfig:
+    """What the workspace's pytest configuration collects: the planned command runs with that
+    configuration, so a test file it would not collect must not make the plan run pytest."""
+
+    testpaths: tuple[str, ...] = ()
+    norecursedirs: tuple[str, ...] = ()
+    python_files: tuple[str, ...] = ()
+    configured: bool = False
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, list[str]]) -> PytestConfig:
+        return cls(tuple(normpath(p) for p in options["testpaths"]),
+                   tuple(options["norecursedirs"]), tuple(options["python_files"]),
+                   configured=True)
+
+    def collects(self, path: str) -> bool:
+        """Whether pytest run from the workspace collects the test file `path` (relative)."""
+        folders, _, name = path.rpartition("/")
+        if self.testpaths and not any(path.startswith(t + "/") or t == "." or t == path
+                                      for t in self.testpaths):
+            return False
+        if self.python_files and not any(fnmatch(name, p) for p in self.python_files):
+            return False
+        parts = folders.split("/") if folders else []
+        return not any(fnmatch(part, p) for part in parts for p in self.norecursedirs)
+
+
 def _pytest_config(workspace: str, pyproject: dict[str, object], manifests: Manifests,
-                   index: RepoIndex) -> tuple[list[str], bool]:
-    """pytest's `testpaths` for the workspace, and whether pytest is configured there."""
+                   index: RepoIndex) -> PytestConfig:
+    """pytest's configuration for the workspace (`testpaths`, `norecursedirs`, `python_files`)."""
     options = mapping(mapping(mapping(pyproject.get("tool")).get("pytest")).get("ini_options"))
     if options or "ini_options" in mapping(mapping(pyproject.get("tool")).get("pytest")):
-        value = options.get("testpaths")
-        paths = strings(value) if isinstance(value, list) else str(value or "").split()
-        return [normpath(p) for p in paths], True
+        return PytestConfig.from_options({key: strings(value) if isinstance(
+            value := options.get(key), list) else str(value or "").split() for key in _KEYS})
     for name, section in (("pytest.ini", "pytest"), ("tox.ini", "pytest"),
                           ("setup.cfg", "tool:pytest")):
         if not index.has(workspace, name):
@@ -181,11 +212,9 @@ def _pytest_config(workspace: str, pyproject: dict[str, object], manifests: Mani
         except configparser.Error:
             continue
         if parser.has_section(section):
-            paths = parser.get(section, "testpaths", fallback="").split()
-            return [normpath(p) for p in paths], True
-    if _has(index, workspace, "conftest.py"):
-        return [], True
-    return [], False
+            return PytestConfig.from_options(
+                {key: parser.get(section, key, fallback="").split() for key in _KEYS})
+    return PytestConfig(configured=_has(index, workspace, "conftest.py"))
 
 
 def _dependencies(workspace: str, index: RepoIndex, manifests: Manifests) -> set[str]:

@@ -81,3 +81,57 @@ def test_a_module_type_test_package_of_a_single_package_is_not_a_workspace(
     })  # fmt: skip
     assert workspaces(root, "test/index.test.js") == {"."}
     assert workspaces(root, "test/package.json") == {"."}
+
+
+# pytest: discovery follows the repository's configuration.
+
+BROKEN = "def test_(:\n"  # a parser's deliberately invalid input
+
+
+def pytest_commands(root: Path, *changed: str) -> list[str]:
+    plan = build_plan(list(changed), GitTree.discover(root), VerifyConfig())
+    return [check.command for check in plan.checks if check.key.endswith("pytest")]
+
+
+def test_a_parsers_invalid_test_files_are_not_collected(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    files: Files = {
+        "Cargo.toml": '[workspace]\nmembers = ["crates/*"]\n',
+        "crates/parser/Cargo.toml": '[package]\nname = "parser"\nversion = "0.1.0"\n',
+        "crates/parser/src/lib.rs": "pub fn parse() {}\n",
+        "crates/parser/resources/invalid/lambda_test.py": BROKEN,
+        "crates/parser/inline/err/async_test.py": BROKEN,
+        # The Python package built from the crates; its config keeps pytest out of crates/.
+        "pyproject.toml": (
+            '[project]\nname = "acme"\nversion = "0.1.0"\n\n'
+            '[tool.pytest.ini_options]\nnorecursedirs = ["crates", ".*"]\n'
+        ),
+    }
+    root = make_repo(files)
+    for changed in ("crates/parser/inline/err/async_test.py",
+                    "crates/parser/resources/invalid/lambda_test.py", "pyproject.toml"):
+        assert pytest_commands(root, changed) == [], changed
+
+
+def test_python_files_decides_which_files_are_tests(make_repo: Callable[[Files], Path]) -> None:
+    root = make_repo({
+        "pyproject.toml": '[project]\nname = "acme"\nversion = "0.1.0"\n',
+        "pytest.ini": "[pytest]\npython_files = check_*.py\n",
+        "acme/__init__.py": "",
+        "acme/grammar/case_test.py": BROKEN,  # read by the checks, not collected
+    })  # fmt: skip
+    assert pytest_commands(root, "acme/grammar/case_test.py") == []
+
+
+def test_resources_are_ignored_by_an_unconfigured_pytest(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    root = make_repo({
+        "pyproject.toml": '[project]\nname = "acme"\nversion = "0.1.0"\n',
+        "acme/__init__.py": "",
+        "tests/test_api.py": "def test_api():\n    assert True\n",
+        "acme/parser/resources/invalid/lambda_test.py": BROKEN,
+    })  # fmt: skip
+    [command] = pytest_commands(root, "acme/__init__.py")
+    assert command.endswith(" --ignore=acme/parser/resources")
