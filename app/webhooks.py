@@ -45,7 +45,7 @@ from runner.inbox import status_said
 from runner.intake import new_run
 from runner.ledger.records import DeliveryIntake, DeliveryOutcome, NewDelivery, NewRun, SignalFor
 from runner.ledger.store import Store
-from runner.names import SignalKind
+from runner.names import SignalKind, verb_of
 from runner.origin import AgentChoice, GitHubOrigin
 from runner.render import render_status_reply
 from runner.signals import Authorization
@@ -209,7 +209,8 @@ class WebhookReceiver:
             log.warning("delivery %r: the command's reply was not sent: %s", delivery, exc)
 
     def _answer_ended(self, intake: DeliveryIntake, outcome: DeliveryOutcome) -> None:
-        """A status request on an ended run: answered with its final state."""
+        """A command in a comment on an ended run: a status request is answered with the
+        run's status, any other command with the state it ended in."""
         assert intake.signal is not None and outcome.run_id is not None
         try:
             run = self.store.get_run(outcome.run_id)
@@ -221,8 +222,13 @@ class WebhookReceiver:
         if not isinstance(run.origin, GitHubOrigin):
             return
         origin = run.origin
-        text = render_status_reply({"run": run.id, "status": status_said(status)},
-                                   GitHubWords()).strip()
+        if intake.signal.kind is SignalKind.STATUS:
+            text = render_status_reply({"run": run.id, "status": status_said(status)},
+                                       GitHubWords()).strip()
+        else:
+            text = (f"run `{run.id}` has ended ({status.state.replace('_', ' ')}), so"
+                    f" `/ratchet {verb_of(intake.signal.kind)}` changes nothing; a new run"
+                    " starts when the issue is labeled again.")
         self._answer(intake.delivery.id, Reply(
             owner=origin.owner, repo=origin.repo, installation=origin.installation,
             clone_url=origin.clone_url, number=intake.signal.number,
@@ -330,9 +336,10 @@ def _label_start(intake: DeliveryIntake) -> GitHubOrigin | None:
 
 
 def _asks_ended_run(intake: DeliveryIntake, outcome: DeliveryOutcome) -> bool:
-    """Whether the delivery is a status request the ledger found only an ended run for."""
+    """Whether the delivery is a command in a comment the ledger found only an ended run
+    for (a close or an unlabel carries no comment: it is not answered)."""
     return (outcome.recorded and outcome.decision == "ignore" and outcome.run_id is not None
-            and intake.signal is not None and intake.signal.kind is SignalKind.STATUS)
+            and intake.signal is not None and intake.signal.payload.comment is not None)
 
 
 def _decision(intent: object) -> str:

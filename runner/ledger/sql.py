@@ -754,12 +754,15 @@ class SqlStore(ABC):
         elif signal is not None:
             active = (self._named_run(tx, signal.repo, signal.run_id) if signal.run_id
                       else self._active_run(tx, signal.repo, signal.number, by="either"))
+            # A command for an issue whose run has ended is answered at the edge with that
+            # run's final state; the run moves no more, so nothing is recorded on it. (On a
+            # pull request only a status request: another command may be for a run that has
+            # not linked it yet.)
             ended = (self._last_run(tx, signal.repo, signal.number)
-                     if active is None and signal.kind is SignalKind.STATUS
-                     and signal.run_id is None else None)
+                     if active is None and signal.run_id is None
+                     and (signal.kind is SignalKind.STATUS or not signal.pull_request)
+                     else None)
             if ended is not None:
-                # A status request on an ended run is answered at the edge with its final
-                # state (the run moves no more, so nothing is recorded on it).
                 decision, reason, run_id = "ignore", f"run {ended} has ended", ended
             elif active is None and signal.pull_request and signal.run_id is None:
                 self._keep_early(tx, f"delivery:{delivery.id}", signal, at)

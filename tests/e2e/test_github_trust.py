@@ -154,7 +154,7 @@ def test_a_writers_mistyped_verb_is_answered_with_the_commands(scene: AppScene) 
                for r in replies)
 
 
-def test_status_on_an_ended_run_is_answered_with_its_final_state(scene: AppScene) -> None:
+def test_commands_on_an_ended_run_are_answered_with_its_final_state(scene: AppScene) -> None:
     scene.serve()
     assert scene.deliver("issues", scene.labeled(ISSUE, sender=WRITER)).status_code == 202
     scene.command(ISSUE, "/ratchet cancel", author=WRITER)
@@ -168,3 +168,7 @@ def test_status_on_an_ended_run_is_answered_with_its_final_state(scene: AppScene
 
     [reply] = scene.wait_for("the status reply", answers)
     assert "is cancelled" in reply and "none: the run was cancelled" in reply, reply
+    # Any other command on it is answered with the state it ended in.
+    scene.command(ISSUE, "/ratchet retry", author=WRITER)
+    replies = scene.wait_for("the retry's answer", lambda: len(answers()) == 2 and answers())
+    assert "has ended (cancelled), so `/ratchet retry` changes nothing" in replies[1]

@@ -352,7 +352,7 @@ def test_a_delivery_signals_the_active_run_of_an_issue_or_its_pull_request(store
     assert nobody.decision == "ignore" and "no active run for #99" in nobody.reason
 
 
-def test_a_status_request_finds_the_ended_run_of_its_issue_and_records_nothing_on_it(store):
+def test_a_command_finds_the_ended_run_of_its_issue_and_records_nothing_on_it(store):
     store.create_run(NewRun(id="r1", repo="repo", title="t", issue=7), now=T0)
     store.cancel("r1", reason="cancelled", now=T0 + 1, signal=NewSignal(
         "cli:1", "r1", SignalKind.CANCEL, "ann", "local"))
@@ -365,7 +365,16 @@ def test_a_status_request_finds_the_ended_run_of_its_issue_and_records_nothing_o
         NewDelivery("guid-a", "issue_comment", "created", "signal", "approve"),
         signal=SignalFor("repo", 7, SignalKind.APPROVE, author="ann", origin="github",
                          payload=Approve(hash="abcdef")))
-    assert (approve.decision, approve.run_id) == ("ignore", None)
+    assert (approve.decision, approve.run_id) == ("ignore", "r1")
+    # On a pull request, only a status request: an approve may be for a run not linked yet.
+    store.create_run(NewRun(id="r2", repo="repo", title="t", pr=12), now=T0 + 2)
+    store.cancel("r2", reason="cancelled", now=T0 + 3, signal=NewSignal(
+        "cli:2", "r2", SignalKind.CANCEL, "ann", "local"))
+    on_pull = [store.accept_delivery(
+        NewDelivery(f"guid-p{kind.value}", "issue_comment", "created", "signal", "x"),
+        signal=SignalFor("repo", 12, kind, author="ann", origin="github", pull_request=True))
+        for kind in (SignalKind.STATUS, SignalKind.RETRY)]
+    assert [(o.decision, o.run_id) for o in on_pull] == [("ignore", "r2"), ("wait", None)]
 
 
 def test_a_command_on_a_pull_request_no_run_linked_yet_waits_for_the_link(store):
