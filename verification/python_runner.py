@@ -47,6 +47,8 @@ PYTEST_COMMAND = f"python -m pytest {PYTEST_ARGS}"
 _PY = Ecosystem.PYTHON
 # The pytest options that decide which test files a run collects.
 _KEYS = ("testpaths", "norecursedirs", "python_files")
+# pytest's own `norecursedirs` when the configuration sets none.
+_NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
 
 
 @dataclass
@@ -173,14 +175,14 @@ class PytestConfig:
     configuration, so a test file it would not collect must not make the plan run pytest."""
 
     testpaths: tuple[str, ...] = ()
-    norecursedirs: tuple[str, ...] = ()
+    norecursedirs: tuple[str, ...] = _NORECURSE
     python_files: tuple[str, ...] = ()
     configured: bool = False
 
     @classmethod
     def from_options(cls, options: Mapping[str, list[str]]) -> PytestConfig:
         return cls(tuple(normpath(p) for p in options["testpaths"]),
-                   tuple(options["norecursedirs"]), tuple(options["python_files"]),
+                   tuple(options["norecursedirs"]) or _NORECURSE, tuple(options["python_files"]),
                    configured=True)
 
     def collects(self, path: str) -> bool:

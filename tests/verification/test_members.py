@@ -135,3 +135,16 @@ def test_resources_are_ignored_by_an_unconfigured_pytest(
     })  # fmt: skip
     [command] = pytest_commands(root, "acme/__init__.py")
     assert command.endswith(" --ignore=acme/parser/resources")
+
+
+def test_test_files_in_folders_pytest_skips_by_default_plan_no_pytest(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    """pytest never enters `build/` or `dist/`: run there it would collect nothing and fail."""
+    root = make_repo({
+        "pyproject.toml": '[project]\nname = "acme"\nversion = "0.1.0"\n',
+        "acme/__init__.py": "",
+        "build/lib/acme/tests/test_copy.py": "def test_copy():\n    assert True\n",
+        "dist/acme/test_copy.py": "def test_copy():\n    assert True\n",
+    })  # fmt: skip
+    assert pytest_commands(root, "acme/__init__.py") == []
