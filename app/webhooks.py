@@ -37,8 +37,16 @@ from pydantic import ValidationError
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
-from github.routing import Ignore, Reply, RouteSettings, StartRun, VerifyPullRequest, route
-from github.webhook_payloads import parse_event
+from github.routing import (
+    Ignore,
+    Reply,
+    RouteSettings,
+    StartRun,
+    VerifyPullRequest,
+    reply_to,
+    route,
+)
+from github.webhook_payloads import IssueCommentEvent, parse_event
 from github.words import GitHubWords
 from runner.errors import LedgerUnavailable, StepFailure
 from runner.inbox import status_said
@@ -142,7 +150,8 @@ class WebhookReceiver:
         if refused is not None and outcome.recorded:
             threading.Thread(target=self._refuse, args=(intake.delivery.id, refused),
                              daemon=True, name="ratchet-trigger-reply").start()
-        if reply is not None and outcome.recorded:
+        reply = _owed(intake, outcome, reply)
+        if reply is not None:
             threading.Thread(target=self._answer, args=(intake.delivery.id, reply),
                              daemon=True, name="ratchet-command-reply").start()
         if _asks_ended_run(intake, outcome):
@@ -171,7 +180,8 @@ class WebhookReceiver:
         [outcome] = self.store.accept_deliveries([intake])
         if refused is not None and outcome.recorded:
             self._refuse(intake.delivery.id, refused)
-        if reply is not None and outcome.recorded:
+        reply = _owed(intake, outcome, reply)
+        if reply is not None:
             self._answer(intake.delivery.id, reply)
         if _asks_ended_run(intake, outcome):
             self._answer_ended(intake, outcome)
@@ -254,7 +264,11 @@ class WebhookReceiver:
         if isinstance(intent, VerifyPullRequest):
             return DeliveryIntake(delivery, start=self._verification(intent)), None
         if isinstance(intent, SignalFor):
-            return DeliveryIntake(delivery, signal=intent), None
+            # The answer owed when the ledger finds no run for the command (``_owed``).
+            none = (reply_to(model, f"there is no Ratchet run for #{intent.number}; adding the"
+                                   " trigger label to the issue starts one.")
+                    if isinstance(model, IssueCommentEvent) else None)
+            return DeliveryIntake(delivery, signal=intent), none
         return DeliveryIntake(delivery), intent.reply
 
     def _new_run(self, start: StartRun) -> NewRun:
@@ -333,6 +347,17 @@ def _label_start(intake: DeliveryIntake) -> GitHubOrigin | None:
     if isinstance(origin, GitHubOrigin) and origin.label is not None:
         return origin
     return None
+
+
+def _owed(intake: DeliveryIntake, outcome: DeliveryOutcome, reply: Reply | None
+          ) -> Reply | None:
+    """The reply to post for a recorded delivery: a command that reached no run (a mistyped
+    verb, or a command for an issue that never had a run)."""
+    if not outcome.recorded or reply is None:
+        return None
+    if intake.signal is None:
+        return reply
+    return reply if outcome.decision == "ignore" and outcome.run_id is None else None
 
 
 def _asks_ended_run(intake: DeliveryIntake, outcome: DeliveryOutcome) -> bool:

@@ -178,17 +178,21 @@ def _comment(event: IssueCommentEvent, settings: RouteSettings) -> Intent:
     try:
         command = parse_command(comment.body)
     except CommandError as exc:
-        owner, name = event.repository.slug
-        return Ignore(str(exc), Reply(
-            owner=owner, repo=name, installation=event.installation.id if event.installation
-            else None, clone_url=event.repository.clone_url, number=event.issue.number,
-            author=comment.user.login, text=f"{exc}."))
+        return Ignore(str(exc), reply_to(event, f"{exc}."))
     if command is None:
         return Ignore("no /ratchet command")
     payload = command.payload(comment=CommentRef(id=comment.id, issue=event.issue.number))
     return SignalFor(event.repository.clone_url, event.issue.number, command.kind,
                      comment.user.login, GITHUB_ORIGIN, payload,
                      pull_request=event.issue.is_pull_request)
+
+
+def reply_to(event: IssueCommentEvent, text: str) -> Reply:
+    """``text`` as the reply to the author of ``event``'s comment."""
+    owner, name = event.repository.slug
+    return Reply(owner=owner, repo=name, installation=event.installation.id
+                 if event.installation else None, clone_url=event.repository.clone_url,
+                 number=event.issue.number, author=event.comment.user.login, text=text)
 
 
 def _cancel(event: IssuesEvent, reason: str) -> SignalFor:

@@ -172,3 +172,12 @@ def test_commands_on_an_ended_run_are_answered_with_its_final_state(scene: AppSc
     scene.command(ISSUE, "/ratchet retry", author=WRITER)
     replies = scene.wait_for("the retry's answer", lambda: len(answers()) == 2 and answers())
     assert "has ended (cancelled), so `/ratchet retry` changes nothing" in replies[1]
+
+
+def test_a_command_on_an_issue_without_a_run_is_answered(scene: AppScene) -> None:
+    scene.serve()
+    _, answer = scene.command(ISSUE, "/ratchet status", author=WRITER)
+    assert answer.json()["decision"] == "ignore"
+    [reply] = scene.wait_for("the answer", lambda: bot_replies(scene))
+    assert reply.startswith(f"@{WRITER}: there is no Ratchet run for #{ISSUE}"), reply
+    assert scene.run_state() is None
