@@ -27,7 +27,7 @@ class FileCoverage:
     """One changed file: how planning read it and which checks cover it."""
 
     path: str
-    kind: str  # ignored, global, documentation, lockfile, shared, code, outside
+    kind: str  # ignored, global, runs, documentation, lockfile, shared, code, outside
     detail: str
     checks: tuple[str, ...]
 

@@ -29,6 +29,7 @@ covers is listed in `Plan.unverified`: a plan with no checks and such files conc
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -241,6 +242,18 @@ class _Assembly:
                 because.setdefault(file, ("shapes every build",))
             for check, detected in self._workspace_checks(workspace):
                 self._add(check, detected, _concerning(because, detected, selection))
+        self._add_running(selection)
+
+    def _add_running(self, selection: Selection) -> None:
+        """Each check whose command runs a changed CI file or root Makefile (`Runs`)."""
+        if not selection.runs:
+            return
+        for workspace in sorted(self.layout.workspaces.keys() | self.configured.keys()):
+            for check, detected in self._workspace_checks(workspace):
+                self._add(check, detected, {
+                    file: (f"{check.command!r} runs {runs.what}",)
+                    for file, runs in selection.runs.items()
+                    if re.search(runs.pattern, check.command)})
 
     def add_root_runners(self, selection: Selection) -> None:
         """A member with no lint, typecheck or test command of an ecosystem is covered by its

@@ -3,8 +3,10 @@
 Pure. Each changed file is classified, in this order:
 
 1. `ignored`: `.github/ratchet.yml` declares it unverified on purpose (`verify.ignore`).
-2. `global`: CI configuration, the Ratchet config and a few root files (Makefile,
-   `.tool-versions`) shape every build: every workspace.
+2. `global`: the Ratchet config and `.tool-versions` shape every build: every workspace.
+   `runs`: a CI file (`.github/workflows/`, ...), the root `.pre-commit-config.yaml`,
+   `Makefile` or `justfile` is verified only by the checks whose command runs it (actionlint
+   or zizmor, pre-commit, make, just); with none, it is listed as unverified, saying so.
 3. `documentation`: Markdown, reST, licences... outside test folders (a Markdown file under
    `tests/` or `fixtures/` is a test input, so it counts as code).
 4. `lockfile`: the workspaces installing from it whose resolution changed (the lockfile diffed
@@ -40,13 +42,44 @@ from verification.manifests import Manifests, node_dependencies
 from verification.tree import Tree
 from verification.workspaces import Ecosystem, Layout
 
-# Folders whose files configure CI for the whole repository.
-GLOBAL_FOLDERS = (".github/workflows/", ".github/actions/", ".circleci/", ".ci/", ".buildkite/")
 # Files at the repository root that shape every build, whatever the ecosystem.
-GLOBAL_ROOT_FILES = frozenset({
-    "Makefile", "Justfile", "justfile", ".tool-versions", ".gitlab-ci.yml",
-    ".pre-commit-config.yaml",
-})  # fmt: skip
+GLOBAL_ROOT_FILES = frozenset({".tool-versions"})
+# CI configuration: folders, and files at the root.
+WORKFLOW_FOLDERS = (".github/workflows/", ".github/actions/", ".circleci/", ".ci/", ".buildkite/")
+WORKFLOW_ROOT_FILES = frozenset({".gitlab-ci.yml"})
+
+
+@dataclass(frozen=True)
+class Runs:
+    """A file that only the checks running it verify (a workflow by its linter, a Makefile by
+    `make`): `pattern` finds such a check's command; `what` names the file for `--explain`."""
+
+    what: str
+    pattern: str
+    nothing: str  # why nothing verifies it, when no check's command matches
+
+
+_WORKFLOW = Runs("a workflow file", r"\b(actionlint|zizmor)\b",
+                 "a workflow file: no check verifies it (no actionlint or zizmor check)")
+# Root files whose commands checks may run: only those checks verify them.
+RUN_ROOT_FILES = {
+    ".pre-commit-config.yaml": Runs("the pre-commit config", r"\b(pre-commit|prek)\b",
+                                    "a pre-commit config: no check runs its hooks"),
+    "Makefile": Runs("the root Makefile", r"(^|[;&|(]\s*)make\b",
+                     "the root Makefile: no check runs make"),
+    "Justfile": Runs("the root Justfile", r"(^|[;&|(]\s*)just\b",
+                     "the root Justfile: no check runs just"),
+    "justfile": Runs("the root justfile", r"(^|[;&|(]\s*)just\b",
+                     "the root justfile: no check runs just"),
+}  # fmt: skip
+
+
+def runs_of(path: str) -> Runs | None:
+    """What verifies `path` if it is a CI file or a root file checks run (a Makefile)."""
+    if path.startswith(WORKFLOW_FOLDERS) or path in WORKFLOW_ROOT_FILES:
+        return _WORKFLOW
+    return RUN_ROOT_FILES.get(path)
+
 
 # Documentation: a change to these alone plans nothing.
 DOC_SUFFIXES = frozenset({".md", ".markdown", ".rst", ".adoc"})
@@ -123,7 +156,8 @@ def tool_of(path: str) -> Tool | None:
     return tool
 
 
-FileKind = Literal["ignored", "global", "documentation", "lockfile", "shared", "code", "outside"]
+FileKind = Literal["ignored", "global", "documentation", "lockfile", "shared", "code", "outside",
+                   "runs"]
 Steps = tuple[str, ...]
 
 
@@ -147,6 +181,8 @@ class Selection:
     only: dict[str, Ecosystem] = field(default_factory=dict)
     # A tool config selects only the detected checks running that tool (by check id).
     tools: dict[str, frozenset[str]] = field(default_factory=dict)
+    # A CI file or root Makefile: verified only by the checks whose command runs it.
+    runs: dict[str, Runs] = field(default_factory=dict)
 
     def add(self, workspace: str, file: str, steps: Steps) -> bool:
         """Record that `file` selects `workspace`; False when it already did."""
@@ -170,9 +206,7 @@ def is_documentation(path: str) -> bool:
 
 def is_global_file(path: str) -> bool:
     """True for files whose change may affect how every workspace builds or is verified."""
-    if path == CONFIG_PATH or path.startswith(GLOBAL_FOLDERS):
-        return True
-    return "/" not in path and path in GLOBAL_ROOT_FILES
+    return path == CONFIG_PATH or path in GLOBAL_ROOT_FILES
 
 
 def select(
@@ -198,6 +232,9 @@ def select(
         elif is_global_file(path):
             selection.files[path] = FileStatus("global", "shapes every build: all workspaces")
             selection.global_files.append(path)
+        elif (runs := runs_of(path)) is not None:
+            selection.files[path] = FileStatus("runs", runs.nothing)
+            selection.runs[path] = runs
         elif is_documentation(path):
             selection.files[path] = FileStatus("documentation", "nothing to check")
         elif basename(path) in LOCKFILES:

@@ -63,3 +63,32 @@ def test_a_python_tool_config_plans_that_tool_or_says_none_runs_it(
     flake8 = planned(root, ".flake8")
     assert (flake8.plan.checks, flake8.plan.unverified) == ((), (".flake8",))
     assert "no planned check runs flake8" in render_text(flake8.explanation)
+
+
+def test_a_workflow_file_is_neutral_unless_a_check_lints_workflows(monorepo: Path) -> None:
+    workflow = ".github/workflows/ci.yml"
+    write(monorepo, {workflow: "on: [push, pull_request]\njobs: {}\n"})
+    result = planned(monorepo, workflow)
+    assert (result.plan.checks, result.plan.unverified) == ((), (workflow,))
+    assert "a workflow file: no check verifies it" in render_text(result.explanation)
+    config = VerifyConfig.model_validate({"checks": [
+        {"id": "actionlint", "kind": "lint", "run": "actionlint -color"},
+        {"id": "unit", "kind": "test", "run": "pytest"},
+    ]})  # fmt: skip
+    linted = plan_change([workflow], GitTree.discover(monorepo), config)
+    assert (keys(linted.plan), linted.plan.unverified) == ({"actionlint"}, ())
+
+
+def test_a_root_makefile_plans_the_checks_running_make(monorepo: Path) -> None:
+    write(monorepo, {"Makefile": "test:\n\tpytest\n", ".pre-commit-config.yaml": "repos: []\n"})
+    assert planned(monorepo, "Makefile").plan.unverified == ("Makefile",)
+    assert planned(monorepo, ".pre-commit-config.yaml").plan.unverified == (
+        ".pre-commit-config.yaml",)
+    config = VerifyConfig.model_validate({"checks": [
+        {"id": "unit", "kind": "test", "run": "make test"},
+        {"id": "hooks", "kind": "lint", "run": "pre-commit run --all-files"},
+        {"id": "types", "kind": "typecheck", "run": "mypy ."},
+    ]})  # fmt: skip
+    tree = GitTree.discover(monorepo)
+    assert keys(plan_change(["Makefile"], tree, config).plan) == {"unit"}
+    assert keys(plan_change([".pre-commit-config.yaml"], tree, config).plan) == {"hooks"}

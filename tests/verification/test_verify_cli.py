@@ -62,10 +62,10 @@ def test_plan_only_json_for_an_uncommitted_change(
     assert "2 checks planned" in err
 
 
-def test_ci_change_runs_every_workspace_and_writes_the_bundle(
+def test_toolchain_change_runs_every_workspace_and_writes_the_bundle(
     monorepo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    on_branch(monorepo, {".github/workflows/ci.yml": "on: [push, pull_request]\njobs: {}\n"})
+    on_branch(monorepo, {".tool-versions": "python 3.12.0\n"})
     bundle = tmp_path / "bundle"
     code, out, err = verify(capsys, "--repo", str(monorepo), "--json", "--bundle", str(bundle))
     document = json.loads(out)
@@ -94,7 +94,7 @@ def test_ci_change_runs_every_workspace_and_writes_the_bundle(
     result = json.loads((bundle / "result.json").read_text())
     assert result["plan_sha256"] == document["plan"]["hash"]
     assert set(result["artifacts"]) == {n for n in names if n.endswith(".log")}
-    assert "ci.yml" in result["diff_stat"]
+    assert ".tool-versions" in result["diff_stat"]
     assert "tests" in (bundle / "web%3Anode-test.log").read_text()
 
 

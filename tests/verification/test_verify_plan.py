@@ -34,8 +34,8 @@ def test_node_workspace_plans_its_scripts(monorepo: Path) -> None:
     assert [(c.key, c.command) for c in plan.checks] == [("web:node-test", "npm run test")]
 
 
-def test_ci_workflow_change_plans_every_workspace(monorepo: Path) -> None:
-    plan = build_plan([".github/workflows/ci.yml"], git_tree(monorepo), CONFIG)
+def test_toolchain_pins_change_plans_every_workspace(monorepo: Path) -> None:
+    plan = build_plan([".tool-versions"], git_tree(monorepo), CONFIG)
     assert planned(plan) == {
         "services/api:pytest",
         "services/worker:pytest",
@@ -47,7 +47,7 @@ def test_ci_workflow_change_plans_every_workspace(monorepo: Path) -> None:
 def test_ratchet_config_plans_every_workspace_and_shared_files_their_ecosystem(
     monorepo: Path,
 ) -> None:
-    everything = build_plan([".github/workflows/ci.yml"], git_tree(monorepo), CONFIG)
+    everything = build_plan([".tool-versions"], git_tree(monorepo), CONFIG)
     assert build_plan([".github/ratchet.yml"], git_tree(monorepo), CONFIG) == everything
     python = build_plan([".python-version"], git_tree(monorepo), CONFIG)
     assert planned(python) == planned(everything) - {"web:node-test"}
@@ -88,7 +88,7 @@ def test_untracked_new_file_counts_in_git_tree(monorepo: Path) -> None:
     write(monorepo, {"tools/pyproject.toml": '[project]\nname = "tools"\n'})
     write(monorepo, {"tools/test_tools.py": "def test_x():\n    pass\n"})
     write(monorepo, {".gitignore": "ignored/\n", "ignored/pyproject.toml": "[project]\n"})
-    plan = build_plan([".github/workflows/ci.yml"], git_tree(monorepo), CONFIG)
+    plan = build_plan([".tool-versions"], git_tree(monorepo), CONFIG)
     assert "tools:pytest" in planned(plan)
     assert not any(check.workspace == "ignored" for check in plan.checks)
 
@@ -106,7 +106,7 @@ def test_configured_workspace_uses_its_checks_and_others_keep_detection(monorepo
             )
         ],
     )
-    plan = build_plan([".github/workflows/ci.yml"], git_tree(monorepo), config)
+    plan = build_plan([".tool-versions"], git_tree(monorepo), config)
     api = [c for c in plan.checks if c.workspace == "services/api"]
     assert api == [PlannedCheck("unit", "services/api", "test", "pytest -x", 5.0, None,
                                 setups=("services/api",))]  # its setup runs before it
