@@ -50,6 +50,7 @@ from verification.select import (
     Selection,
     is_documentation,
     is_global_file,
+    runs_of,
     select,
 )
 from verification.tree import Tree, read_texts
@@ -111,7 +112,8 @@ def _plan_tree(changed: list[str], tree: Tree, config: VerifyConfig, *,
     manifests = Manifests(tree)
     configured = _configured_workspaces(config)
     layout = find_layout(index, manifests, configured=configured)
-    needs_graph = not all(is_global_file(p) or is_documentation(p) for p in changed)
+    needs_graph = not all(is_global_file(p) or is_documentation(p) or runs_of(p) is not None
+                          for p in changed)
     graph = build_graph(layout, manifests) if needs_graph else None
     selection = select(changed, layout, manifests, config, base=base, graph=graph)
     assembly = _Assembly(layout, Runners(layout, index, manifests), configured, config)
