@@ -15,10 +15,15 @@ class DetectedCheck:
     """One command a workspace's manifests and configs call for, and its ecosystem.
 
     The ecosystem is planning's own: a member without a test command is covered by its
-    workspace root's test command of the same ecosystem, never another's.
+    workspace root's test command of the same ecosystem, never another's. `tools` are the
+    programs the command runs (`eslint`, `tsc`, `pytest`): a tool's config concerns the checks
+    running it. `task` is its name in the repository's task runner (the script `test:unit`,
+    the Makefile target `lint`), which task graphs name in their `dependsOn`.
     """
 
     id: str
     kind: str
     command: str
     ecosystem: Ecosystem
+    tools: frozenset[str] = frozenset()
+    task: str | None = None

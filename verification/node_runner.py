@@ -9,11 +9,13 @@ install --immutable`) as the install root's setup.
 
 from __future__ import annotations
 
+import re
 from posixpath import dirname, normpath
 
 from verification.checks import DetectedCheck
 from verification.index import RepoIndex, join
 from verification.manifests import Manifests, mapping, node_dependencies
+from verification.scripts import checks_of
 from verification.workspaces import Ecosystem, Layout
 
 # Lockfiles, in the order that decides the package manager when several exist.
@@ -26,13 +28,11 @@ NODE_LOCKFILES = (
     ("bun.lockb", "bun"),
 )
 
-# package.json scripts that become checks, with their kind.
 # Folders a package's build writes its output to, by convention.
 BUILD_OUTPUTS = ("dist", "lib", "build", "out")
-NODE_SCRIPTS = (("lint", "lint"), ("typecheck", "typecheck"), ("test", "test"), ("build", "build"))
 
-# What `npm init` writes as the test script: a placeholder, not a test suite.
-NPM_PLACEHOLDER_TEST = 'echo "Error: no test specified" && exit 1'
+# ESLint plugins that run another tool, and that tool.
+_ESLINT_PLUGINS = (("eslint-plugin-prettier", "prettier"),)
 
 # How each manager runs a binary of the installed dependencies.
 _EXEC = {"pnpm": "pnpm exec", "yarn": "yarn run", "npm": "npm exec --", "bun": "bunx"}
@@ -44,24 +44,40 @@ _JEST_CONFIGS = ("jest.config.",)
 
 def node_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: Manifests
                 ) -> list[DetectedCheck]:
-    """The checks of a Node workspace: its lint, typecheck, test and build scripts, and its
-    test runner's config when no test script names one."""
+    """The checks of a Node workspace: its lint, typecheck, test and build scripts however it
+    spells them (`scripts.checks_of`), and its test runner's config when no test script
+    names one."""
     package = manifests.json(join(workspace, "package.json"))
-    scripts = mapping(package.get("scripts"))
     manager = package_manager(workspace, layout, index, manifests)
-    checks = []
-    for script, kind in NODE_SCRIPTS:
-        body = scripts.get(script)
-        if not isinstance(body, str) or not body.strip() or body.strip() == NPM_PLACEHOLDER_TEST:
-            continue
-        checks.append(DetectedCheck(f"node-{script}", kind, f"{manager} run {script}",
-                                    Ecosystem.NODE))
+    plugins = _eslint_runs(workspace, layout, manifests)
+    checks = [
+        DetectedCheck(check_id(script.name), script.kind, f"{manager} run {script.name}",
+                      Ecosystem.NODE, script.tools | plugins if "eslint" in script.tools
+                      else script.tools, script.name)
+        for script in checks_of(mapping(package.get("scripts")))
+    ]
     if not any(check.kind == "test" for check in checks):
         runner = _configured_runner(workspace, index, package)
         if runner is not None:
             checks.append(DetectedCheck("node-test", "test", f"{_EXEC[manager]} {runner}",
-                                        Ecosystem.NODE))
+                                        Ecosystem.NODE, frozenset({runner.split()[0]})))
     return checks
+
+
+def _eslint_runs(workspace: str, layout: Layout, manifests: Manifests) -> frozenset[str]:
+    """Tools eslint runs through a plugin the package (or its install root) depends on:
+    with `eslint-plugin-prettier`, eslint runs prettier and reads its config."""
+    root = layout.install_root(workspace, Ecosystem.NODE) if workspace in layout.workspaces else (
+        workspace)
+    declared = {name for folder in {workspace, root}
+                for name in node_dependencies(manifests.json(join(folder, "package.json")))}
+    return frozenset(tool for plugin, tool in _ESLINT_PLUGINS if plugin in declared)
+
+
+def check_id(script: str) -> str:
+    """The check id of a script: `node-` and its name, `:` and other characters a check key
+    or log name cannot hold as `-` (`test:unit` is `node-test-unit`)."""
+    return "node-" + re.sub(r"[^A-Za-z0-9._-]+", "-", script).strip("-")
 
 
 def _configured_runner(workspace: str, index: RepoIndex, package: dict[str, object]) -> str | None:

@@ -430,7 +430,7 @@ def _concerning(because: dict[str, tuple[str, ...]], detected: DetectedCheck | N
         return because
     return {f: s for f, s in because.items()
             if selection.only.get(f, detected.ecosystem) is detected.ecosystem
-            and detected.id in selection.tools.get(f, (detected.id,))}
+            and (f not in selection.tools or selection.tools[f].runs_in(detected))}
 
 
 def _coverage(changed: list[str], selection: Selection, plan: Plan,
@@ -440,10 +440,18 @@ def _coverage(changed: list[str], selection: Selection, plan: Plan,
         for file in reasons.get(check.key, {}):
             by_file.setdefault(file, []).append(check.key)
     return tuple(
-        FileCoverage(path, selection.files[path].kind, selection.files[path].detail,
+        FileCoverage(path, selection.files[path].kind, _detail(path, selection, by_file),
                      tuple(by_file.get(path, ())))
         for path in changed
     )
+
+
+def _detail(path: str, selection: Selection, by_file: dict[str, list[str]]) -> str:
+    """How planning read `path`; for a tool's config no planned check runs, that it is so."""
+    tool = selection.tools.get(path)
+    if tool is not None and not by_file.get(path):
+        return f"configures {tool.name}, and no planned check runs {tool.name}"
+    return selection.files[path].detail
 
 
 def _configured_workspaces(config: VerifyConfig) -> dict[str, WorkspaceConfig]:

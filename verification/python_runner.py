@@ -45,6 +45,8 @@ PYTEST_ARGS = '-q -p no:cacheprovider --junitxml="$RATCHET_JUNIT"'
 PYTEST_COMMAND = f"python -m pytest {PYTEST_ARGS}"
 
 _PY = Ecosystem.PYTHON
+# The tools each detected check runs (tox, nox and make run pytest too).
+_RUFF, _MYPY, _PYTEST = frozenset({"ruff"}), frozenset({"mypy"}), frozenset({"pytest"})
 # The pytest options that decide which test files a run collects.
 _KEYS = ("testpaths", "norecursedirs", "python_files")
 # pytest's own `norecursedirs` when the configuration sets none.
@@ -96,7 +98,7 @@ def python_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: M
     if "ruff" in tools or _has(index, workspace, "ruff.toml", ".ruff.toml") or (
         "ruff" in dependencies
     ):
-        checks.append(DetectedCheck("ruff", "lint", f"{runner}ruff check .", _PY))
+        checks.append(DetectedCheck("ruff", "lint", f"{runner}ruff check .", _PY, _RUFF))
 
     mypy_ini = manifests.text(join(workspace, "mypy.ini")) or ""
     uses_mypy = (
@@ -111,12 +113,13 @@ def python_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: M
             re.search(r"^files\s*=", text, re.MULTILINE) for text in (mypy_ini, setup_cfg)
         )
         if files_set:
-            checks.append(DetectedCheck("mypy", "typecheck", f"{runner}mypy", _PY))
+            checks.append(DetectedCheck("mypy", "typecheck", f"{runner}mypy", _PY, _MYPY))
         else:
             excludes = "".join(
                 f" --exclude {shlex.quote('^' + re.escape(n) + '/')}" for n in nested
             )
-            checks.append(DetectedCheck("mypy", "typecheck", f"{runner}mypy .{excludes}", _PY))
+            checks.append(DetectedCheck("mypy", "typecheck", f"{runner}mypy .{excludes}", _PY,
+                                        _MYPY))
 
     config = _pytest_config(workspace, pyproject, manifests, index)
     testpaths = config.testpaths
@@ -126,7 +129,7 @@ def python_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: M
             workspace, runner, index, manifests, pyproject,
             ignores=[] if testpaths else [*nested, *(
                 [] if config.configured else sorted(tests.fixture_dirs.get(workspace, ())))],
-        ), _PY))
+        ), _PY, _PYTEST))
     return checks
 
 

@@ -16,13 +16,14 @@ from verification.python_runner import PythonTests, python_checks, python_instal
 from verification.workspaces import Ecosystem, Layout
 
 GO_CHECKS = (
-    DetectedCheck("go-vet", "lint", "go vet ./...", Ecosystem.GO),
-    DetectedCheck("go-test", "test", "go test ./...", Ecosystem.GO),
+    DetectedCheck("go-vet", "lint", "go vet ./...", Ecosystem.GO, frozenset({"go vet"})),
+    DetectedCheck("go-test", "test", "go test ./...", Ecosystem.GO, frozenset({"go test"})),
 )
 CARGO_CHECKS = (
     DetectedCheck("cargo-check", "typecheck", "cargo check --workspace --all-targets",
-                  Ecosystem.RUST),
-    DetectedCheck("cargo-test", "test", "cargo test --workspace", Ecosystem.RUST),
+                  Ecosystem.RUST, frozenset({"cargo check"})),
+    DetectedCheck("cargo-test", "test", "cargo test --workspace", Ecosystem.RUST,
+                  frozenset({"cargo test"})),
 )
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from posixpath import basename, splitext
 from typing import Literal
 
+from verification.checks import DetectedCheck
 from verification.config import CONFIG_PATH, VerifyConfig
 from verification.globs import ignore_matches
 from verification.graph import DependencyGraph
@@ -110,34 +111,36 @@ SHARED_PREFIXES = (("babel.config.", _NODE),)
 @dataclass(frozen=True)
 class Tool:
     """The tool a config file configures: a change to the file concerns only the detected
-    checks running that tool (`checks`, by id), none when no check runs it."""
+    checks running that tool (`runs_in`); with none, nothing verifies it."""
 
     name: str
     ecosystem: Ecosystem
-    checks: frozenset[str]
+    # Checks of these kinds whose command names no known tool (`node scripts/lint.js`) may
+    # run it: they count as running it.
+    kinds: frozenset[str] = frozenset()
+
+    def runs_in(self, check: DetectedCheck) -> bool:
+        return self.name in check.tools or (not check.tools and check.kind in self.kinds)
 
 
-_ESLINT = Tool("eslint", _NODE, frozenset({"node-lint"}))
-_PRETTIER = Tool("prettier", _NODE, frozenset({"node-lint"}))
-_BIOME = Tool("biome", _NODE, frozenset({"node-lint"}))
-# A build script does not say whether it runs tsc: a tsconfig plans the type check (and the
-# builds that check needs first).
-_TSC = Tool("tsc", _NODE, frozenset({"node-typecheck"}))
-_RUFF = Tool("ruff", _PY, frozenset({"ruff"}))
-_MYPY = Tool("mypy", _PY, frozenset({"mypy"}))
-# Tools whose configs no detected check runs: their change plans nothing and says so.
+_LINT, _TYPECHECK = frozenset({"lint"}), frozenset({"typecheck"})
+_ESLINT = Tool("eslint", _NODE, _LINT)
+_PRETTIER = Tool("prettier", _NODE, _LINT)
+_BIOME = Tool("biome", _NODE, _LINT)
+_TSC = Tool("tsc", _NODE, _TYPECHECK)
+_RUFF = Tool("ruff", _PY)
+_MYPY = Tool("mypy", _PY)
+# Configs of tools that only the checks naming them run (a pre-commit hook, a Makefile
+# target): with none, their change plans nothing and says so.
 TOOL_FILES = {
     ".eslintignore": _ESLINT, ".prettierignore": _PRETTIER, "biome.json": _BIOME,
     "biome.jsonc": _BIOME,
     "ruff.toml": _RUFF, ".ruff.toml": _RUFF, "mypy.ini": _MYPY, ".mypy.ini": _MYPY,
-    ".flake8": Tool("flake8", _PY, frozenset()), ".pylintrc": Tool("pylint", _PY, frozenset()),
-    "pyrightconfig.json": Tool("pyright", _PY, frozenset()),
-    "clippy.toml": Tool("clippy", _RUST, frozenset()),
-    ".clippy.toml": Tool("clippy", _RUST, frozenset()),
-    "rustfmt.toml": Tool("rustfmt", _RUST, frozenset()),
-    ".rustfmt.toml": Tool("rustfmt", _RUST, frozenset()),
-    ".golangci.yml": Tool("golangci-lint", _GO, frozenset()),
-    ".golangci.yaml": Tool("golangci-lint", _GO, frozenset()),
+    ".flake8": Tool("flake8", _PY), ".pylintrc": Tool("pylint", _PY),
+    "pyrightconfig.json": Tool("pyright", _PY),
+    "clippy.toml": Tool("cargo clippy", _RUST), ".clippy.toml": Tool("cargo clippy", _RUST),
+    "rustfmt.toml": Tool("rustfmt", _RUST), ".rustfmt.toml": Tool("rustfmt", _RUST),
+    ".golangci.yml": Tool("golangci-lint", _GO), ".golangci.yaml": Tool("golangci-lint", _GO),
 }  # fmt: skip
 TOOL_PREFIXES = (
     (".eslintrc", _ESLINT), ("eslint.config.", _ESLINT), (".prettierrc", _PRETTIER),
@@ -179,8 +182,8 @@ class Selection:
     # A file that concerns one ecosystem (a lockfile, a tool config) selects only that
     # ecosystem's checks of a workspace holding several (a Cargo root with a pyproject).
     only: dict[str, Ecosystem] = field(default_factory=dict)
-    # A tool config selects only the detected checks running that tool (by check id).
-    tools: dict[str, frozenset[str]] = field(default_factory=dict)
+    # A tool config selects only the detected checks running that tool.
+    tools: dict[str, Tool] = field(default_factory=dict)
     # A CI file or root Makefile: verified only by the checks whose command runs it.
     runs: dict[str, Runs] = field(default_factory=dict)
 
@@ -303,19 +306,15 @@ def _tool_config(path: str, tool: Tool, layout: Layout, selection: Selection) ->
         selection.files[path] = FileStatus("outside", f"{tool.name} config for no "
                                                       f"{tool.ecosystem} workspace")
         return
-    if not tool.checks:
-        selection.files[path] = FileStatus(
-            "shared", f"configures {tool.name}, and no planned check runs {tool.name}")
-        return
     selection.only[path] = tool.ecosystem
-    selection.tools[path] = tool.checks
+    selection.tools[path] = tool
     where = "the repository" if folder == "." else folder
     for workspace in scope:
         selection.add(workspace, path, (f"{basename(path)} configures {tool.name} for the "
                                         f"{tool.ecosystem} workspaces in {where}",))
-    runs = ", ".join(sorted(tool.checks))
     selection.files[path] = FileStatus(
-        "shared", f"{tool.name} config: only its checks ({runs}) in {len(scope)} workspaces")
+        "shared", f"{tool.name} config: only the checks running {tool.name} in {len(scope)} "
+                  "workspaces")
 
 
 def _lockfile(path: str, layout: Layout, manifests: Manifests, base: Tree | None,

@@ -3,6 +3,7 @@ never the build and tests of every workspace of its language."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,11 +28,34 @@ def keys(plan: Plan) -> set[str]:
 
 def test_a_lint_config_plans_only_the_lint_checks(make_repo: Callable[[Files], Path]) -> None:
     root = make_repo(layouts.pnpm_workspace())
-    for config in ("eslint.config.js", ".prettierrc.json"):
-        write(root, {config: "{}\n"})
-        assert keys(planned(root, config).plan) == {"node-lint", "packages/cli:node-lint"}, config
+    write(root, {"eslint.config.js": "{}\n"})
+    assert keys(planned(root, "eslint.config.js").plan) == {"node-lint", "packages/cli:node-lint"}
     write(root, {"packages/cli/.eslintrc.json": "{}\n"})
     assert keys(planned(root, "packages/cli/.eslintrc.json").plan) == {"packages/cli:node-lint"}
+
+
+def test_a_formatter_config_plans_the_checks_running_that_formatter(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    """The lint scripts run eslint only: a prettier config concerns the script running
+    `prettier --check` (vuejs/core's `format-check`), and eslint's scripts only when eslint
+    runs prettier through eslint-plugin-prettier."""
+    files = layouts.pnpm_workspace()
+    root = make_repo(files)
+    write(root, {".prettierrc.json": "{}\n"})
+    alone = planned(root, ".prettierrc.json")
+    assert (alone.plan.checks, alone.plan.unverified) == ((), (".prettierrc.json",))
+    assert "configures prettier, and no planned check runs prettier" in render_text(
+        alone.explanation)
+    package = json.loads(files["package.json"])
+    package["scripts"]["format-check"] = "prettier --check --cache ."
+    write(root, {"package.json": layouts.package_json(package)})
+    assert {c.key: c.command for c in planned(root, ".prettierrc.json").plan.checks} == {
+        "node-format-check": "pnpm run format-check"}
+    package["devDependencies"]["eslint-plugin-prettier"] = "^5.2.1"
+    write(root, {"package.json": layouts.package_json(package)})
+    assert keys(planned(root, ".prettierrc.json").plan) == {
+        "node-format-check", "node-lint", "packages/cli:node-lint"}
 
 
 def test_a_typecheck_config_plans_the_type_checker(make_repo: Callable[[Files], Path]) -> None:
@@ -43,8 +67,10 @@ def test_a_typecheck_config_plans_the_type_checker(make_repo: Callable[[Files], 
     })  # fmt: skip
     root = make_repo(files)
     write(root, {"tsconfig.base.json": "{}\n", "packages/cli/tsconfig.json": "{}\n"})
-    # Not the builds (parser's `tsc -p .`, docs' vitepress), the tests or the linters.
-    assert keys(planned(root, "tsconfig.base.json").plan) == {"packages/cli:node-typecheck"}
+    # The checks running tsc: cli's type check and parser's build (`tsc -p .`); not docs'
+    # vitepress build, the tests or the linters.
+    assert keys(planned(root, "tsconfig.base.json").plan) == {
+        "packages/cli:node-typecheck", "packages/parser:node-build"}
     assert keys(planned(root, "packages/cli/tsconfig.json").plan) == {
         "packages/cli:node-typecheck"}
 
