@@ -96,7 +96,12 @@ def model() -> Iterator[ModelServer]:
 def outside_tmp() -> Iterator[Path]:
     """A folder for the Ratchet home outside /tmp, as in service: Codex refuses to make its
     sandbox helper under the temporary folder, where the tests' homes would be."""
-    folder = Path(tempfile.mkdtemp(prefix="home-", dir=cache().parent))
+    parent = cache().parent
+    if parent.resolve().is_relative_to(Path(tempfile.gettempdir()).resolve()):
+        # A checkout under /tmp (`git clone . /tmp/x`): its cache is there too.
+        parent = Path.home() / ".cache" / "ratchet-tests"
+        parent.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="home-", dir=parent))
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
 
