@@ -26,12 +26,9 @@ from __future__ import annotations
 
 import re
 
+from plumbing.ansi import strip_ansi
 from runner.signals import MIN_HASH_PREFIX
 
-# ANSI escape sequences: CSI (ESC [ or the C1 CSI), OSC (ended by BEL or ST), two-byte escapes.
-_ANSI = re.compile(
-    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]"
-)
 # Controls but newline and tab, C1, bidi marks, embeddings, overrides and isolates, line and
 # paragraph separators, and the tag characters (invisible text a model still reads).
 _CONTROL_CHARS = (
@@ -81,7 +78,7 @@ _FENCE_OPEN = re.compile(r"(`{3,}|~{3,})(.*)")
 def strip_controls(text: str) -> str:
     """``text`` without ANSI escapes and the characters that change how it reads (controls
     but newline and tab, bidi marks and overrides, invisible tags)."""
-    return _CONTROLS.sub("", _ANSI.sub("", text))
+    return _CONTROLS.sub("", strip_ansi(text))
 
 
 def escape_controls(text: str) -> str:
