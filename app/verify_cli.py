@@ -5,7 +5,9 @@ paths in `verify.ignore` changed; 1 when a check did not pass; 2 for a usage, co
 execution error (one line on stderr, nothing left behind); 3 when nothing verifies the change
 (conclusion `neutral`: a change that needs verifying and no check covers it). `--plan-only` and
 `--explain` run nothing and exit 0, 2 or 3 the same way. Progress goes to stderr; the result
-(human lines, or one JSON object with `--json`) goes to stdout.
+(human lines, or one JSON object with `--json`) goes to stdout. A check that did not pass is
+shown with its failing tests (from its JUnit report, else read from its output:
+`verification/test_failures.py`) and the tail of its log.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from verification.tree import TreeError
 if TYPE_CHECKING:
     from runner.network import NetworkSettings
     from runner.sandbox import Sandbox
-    from verification.evidence import EvidenceBundle
+    from verification.evidence import CheckEvidence, EvidenceBundle
     from verification.execute import CheckResult
 
 # Exit statuses of `ratchet verify`.
@@ -44,6 +46,9 @@ EXIT_USAGE = 2  # usage, configuration or execution error: nothing was verified
 EXIT_UNVERIFIED = 3  # nothing verifies this change (conclusion neutral)
 
 VERIFY_HELP = "run the deterministic verification plan"
+# What the text output shows of a failing check: its first failing tests, its log's last lines.
+TEXT_TESTS_SHOWN = 10
+TEXT_TAIL_LINES = 20
 
 EXAMPLES = """\
 examples:
@@ -172,11 +177,14 @@ def _run(args: argparse.Namespace, verification: Verification, sandbox: Sandbox,
             bundle = write_bundle(args.bundle, bundle)
     except (RevisionError, GitError, SandboxUnavailable, OSError) as exc:
         return _error(exc)
+    failing = _failing_evidence(bundle)
     if args.json:
-        print(json.dumps(_result_json(bundle), sort_keys=True))
+        print(json.dumps(_result_json(bundle, failing), sort_keys=True))
     else:
         for check_result in bundle.results:
             print(f"{check_result.status:<9} {check_result.key} ({check_result.duration_s:.1f}s)")
+            if check_result.key in failing:
+                sys.stdout.write(_failure_text(failing[check_result.key]))
         print(f"conclusion: {bundle.conclusion}")
     _note_unverified(plan)
     if bundle.conclusion == "neutral":
@@ -264,7 +272,45 @@ def _plan_json(plan: Plan) -> dict[str, Any]:
     }
 
 
-def _result_json(bundle: EvidenceBundle) -> dict[str, Any]:
+def _failing_evidence(bundle: EvidenceBundle) -> dict[str, CheckEvidence]:
+    """What is shown of each check that did not pass (its failing tests, its log's tail),
+    by key; the evidence module loads only when one did not."""
+    if all(result.passed for result in bundle.results):
+        return {}
+    from verification.evidence import CheckEvidence
+
+    return {result.key: CheckEvidence.from_result(result, root=bundle.root)
+            for result in bundle.results if not result.passed}
+
+
+def _failure_text(shown: CheckEvidence) -> str:
+    """A failing check's tests (name, where, the message's first line) and its log's last
+    ``TEXT_TAIL_LINES`` lines, indented under its result line, without what would act on a
+    terminal."""
+    from verification.evidence import failed_test_name
+
+    lines = []
+    for case in shown.failed_tests[:TEXT_TESTS_SHOWN]:
+        where = f" ({case.file}:{case.line})" if case.file and case.line else (
+            f" ({case.file})" if case.file else "")
+        first = case.message.splitlines()[0] if case.message else ""
+        lines.append(f"  FAILED {failed_test_name(case)}{where}{f': {first}' if first else ''}")
+    if (more := shown.failing_count - min(len(shown.failed_tests), TEXT_TESTS_SHOWN)) > 0:
+        lines.append(f"  ... and {more} more failing tests (--json, or the bundle's summary.md)")
+    tail = shown.log_tail.splitlines()[-TEXT_TAIL_LINES:]
+    if tail:
+        lines.append(f"  last {len(tail)} lines of its log:")
+        lines += [f"  | {line}" for line in tail]
+    return "".join(f"{_printable(line)}\n" for line in lines)
+
+
+def _printable(line: str) -> str:
+    from runner.neutralise import escape_controls, strip_controls
+
+    return escape_controls(strip_controls(line))
+
+
+def _result_json(bundle: EvidenceBundle, failing: dict[str, CheckEvidence]) -> dict[str, Any]:
     return {
         "plan": _plan_json(bundle.plan),
         "results": [
@@ -276,6 +322,7 @@ def _result_json(bundle: EvidenceBundle) -> dict[str, Any]:
                 "duration_s": r.duration_s,
                 "log_sha256": r.log_sha256,
                 **({"reason": r.reason} if r.reason else {}),
+                **(_failure_json(failing[r.key]) if r.key in failing else {}),
             }
             for r in bundle.results
         ],
@@ -283,6 +330,15 @@ def _result_json(bundle: EvidenceBundle) -> dict[str, Any]:
         **({"reason": bundle.reason, "unverified": list(bundle.plan.unverified)}
            if bundle.reason else {}),
     }
+
+
+def _failure_json(shown: CheckEvidence) -> dict[str, Any]:
+    from verification.evidence import failed_test_name
+
+    return {"failed_tests": [{"name": failed_test_name(case), "file": case.file,
+                              "line": case.line, "message": case.message}
+                             for case in shown.failed_tests],
+            "log_tail": shown.log_tail}
 
 
 def write_bundle(folder: Path, bundle: EvidenceBundle) -> EvidenceBundle:

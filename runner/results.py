@@ -46,6 +46,17 @@ class PreparedRecord(TreeRecord):
     limited: list[str] = []  # what the config asked above the service's ceilings, lowered
 
 
+class FailingTestRecord(BaseModel):
+    """A failing test a verification named: where, and its message (cut)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    name: str
+    file: str | None = None
+    line: int | None = None
+    message: str = ""
+
+
 class FailingCheckRecord(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -54,6 +65,7 @@ class FailingCheckRecord(BaseModel):
     status: str
     exit_code: int | None
     log_tail: str
+    tests: list[FailingTestRecord] = []  # recorded since failing tests are named
 
 
 class VerifyRecord(TreeRecord):

@@ -19,6 +19,7 @@ import pytest
 from runner.agents import (
     CommandAgent,
     FailingCheck,
+    FailingTest,
     PromptContext,
     output_path,
     render_prompt,
@@ -445,3 +446,20 @@ def test_prompt_fences_survive_backticks_in_a_log_tail() -> None:
     end = lines.index(fence, start + 1)
     assert "\n".join(lines[start + 1 : end]) == tail
     assert "- exit code: none" in text
+
+
+def test_a_repair_prompt_names_the_failing_tests_where_they_failed_and_why() -> None:
+    tests = (FailingTest("test_calc.AddTest.test_add", "test_calc.py", 8,
+                         "AssertionError: -1 != 5\n```\n## Not a heading"),
+             FailingTest("tests::adds", "src/lib.rs", None, ""))
+    ctx = context("repair", failing_checks=(
+        FailingCheck("unit", "python3 -m unittest -q", "failed", 1, "FAILED (failures=1)",
+                     tests),))
+
+    text = render_prompt(ctx)
+
+    assert "Failing tests:\n\n- `test_calc.AddTest.test_add` at `test_calc.py:8`\n" in text
+    assert "- `tests::adds` at `src/lib.rs`\n" in text
+    fenced = text[text.index("test_calc.py:8`"):text.index("- `tests::adds`")]
+    assert "  ````\n  AssertionError: -1 != 5\n  ```\n  ## Not a heading\n  ````" in fenced
+    assert text.index("Failing tests:") < text.index("Log tail:")

@@ -26,6 +26,7 @@ from verification.execute import CheckResult
 from verification.explain import NOTHING_VERIFIES
 from verification.junit import FailedTest, TestSummary
 from verification.model import Plan
+from verification.test_failures import parse_test_failures
 
 __all__ = [
     "Annotation",
@@ -95,22 +96,23 @@ class EvidenceBundle:
         return NOTHING_VERIFIES if self.conclusion == "neutral" else None
 
     def annotations(self) -> list[Annotation]:
-        """Annotations from the checks that did not pass: their logs and JUnit failures."""
+        """Annotations from the checks that did not pass: their JUnit failures, then what their
+        logs say; a line a JUnit failure annotates is not annotated again from the log (the
+        same failure, as the runner printed it)."""
         found: list[Annotation] = []
         seen: set[tuple[str, int, str]] = set()
         for result in self.results:
             if result.passed:
                 continue
-            candidates = parse_annotations(
-                result.log, workspace=result.workspace, root=self.root, title=result.key
-            )
-            if result.junit is not None:
-                candidates = (
-                    junit_annotations(
-                        result.junit, workspace=result.workspace, root=self.root, title=result.key
-                    )
-                    + candidates
-                )
+            reported = junit_annotations(
+                result.junit, workspace=result.workspace, root=self.root, title=result.key
+            ) if result.junit is not None else []
+            lines = {(annotation.path, annotation.start_line) for annotation in reported}
+            candidates = reported + [
+                annotation for annotation in parse_annotations(
+                    result.log, workspace=result.workspace, root=self.root, title=result.key)
+                if (annotation.path, annotation.start_line) not in lines
+            ]
             for annotation in candidates:
                 key = (annotation.path, annotation.start_line, annotation.message)
                 if key not in seen:
@@ -150,8 +152,10 @@ def build_bundle(
 @dataclass(frozen=True)
 class CheckEvidence:
     """One check's result as a reader is shown it: its log's size, hash and (when it did not
-    pass) its last `LOG_TAIL_LINES` lines, never the whole log; the first
-    `FAILED_TESTS_SHOWN` failing tests, their messages cut."""
+    pass) its last `LOG_TAIL_LINES` lines, never the whole log; its JUnit counts; and the
+    first `FAILED_TESTS_SHOWN` failing tests (`failed_tests`), their messages cut: from its
+    JUnit report where it wrote one, else read from the log (`verification/test_failures.py`).
+    """
 
     key: str
     kind: str
@@ -162,34 +166,49 @@ class CheckEvidence:
     log_size: int
     log_sha256: str
     reused: bool = False
-    junit: TestSummary | None = None
+    junit: TestSummary | None = None  # its counts; the failing cases are `failed_tests`
     log_tail: str = ""
+    failed_tests: tuple[FailedTest, ...] = ()
 
     @property
     def passed(self) -> bool:
         return self.status == "passed"
 
     @classmethod
-    def from_result(cls, result: CheckResult) -> CheckEvidence:
-        junit = result.junit
+    def from_result(cls, result: CheckResult, *, root: str | None = None) -> CheckEvidence:
+        """``result`` as shown; ``root`` (the repository's absolute path) is taken off the
+        paths of failing tests read from its log."""
+        junit, failed = result.junit, ()
+        if not result.passed:
+            found = junit.failed if junit is not None and junit.failed else (
+                parse_test_failures(result.log, root=root))
+            failed = tuple(_shown_test(case) for case in found[:FAILED_TESTS_SHOWN])
         if junit is not None:
-            junit = TestSummary(junit.tests, junit.failures, junit.errors, junit.skipped, tuple(
-                FailedTest(case.name, case.classname, case.file, case.line,
-                           case.message[:FAILED_TEST_MESSAGE], "")
-                for case in junit.failed[:FAILED_TESTS_SHOWN]))
+            junit = TestSummary(junit.tests, junit.failures, junit.errors, junit.skipped, ())
         return cls(result.key, result.kind, result.command, result.status, result.exit_code,
                    result.duration_s, result.log_size, result.log_sha256, result.reused, junit,
-                   "" if result.passed else result.log_tail(LOG_TAIL_LINES))
+                   "" if result.passed else result.log_tail(LOG_TAIL_LINES), failed)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "junit": self.junit.to_dict() if self.junit is not None else None}
+        return {**asdict(self), "junit": self.junit.to_dict() if self.junit is not None else None,
+                "failed_tests": [case.to_dict() for case in self.failed_tests]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CheckEvidence:
-        junit = data.get("junit")
-        known = {f.name for f in fields(cls)} - {"junit"}  # a later version's: ignored
-        return cls(**{k: v for k, v in data.items() if k in known},
-                   junit=TestSummary.from_dict(junit) if junit else None)
+        junit = TestSummary.from_dict(data["junit"]) if data.get("junit") else None
+        known = {f.name for f in fields(cls)} - {"junit", "failed_tests"}  # a later version's
+        # A report recorded before `failed_tests` kept the failing cases in its JUnit summary.
+        failed = (tuple(FailedTest.from_dict(case) for case in data["failed_tests"])
+                  if "failed_tests" in data else junit.failed if junit is not None else ())
+        return cls(**{k: v for k, v in data.items() if k in known}, junit=junit,
+                   failed_tests=failed)
+
+    @property
+    def failing_count(self) -> int:
+        """How many tests failed: JUnit's counts, else the failing tests named."""
+        if self.junit is not None:
+            return self.junit.failures + self.junit.errors
+        return len(self.failed_tests)
 
 
 @dataclass(frozen=True)
@@ -218,7 +237,8 @@ class EvidenceReport:
             planned=len(bundle.plan.checks),
             conclusion=bundle.conclusion,
             reason=bundle.reason,
-            results=tuple(CheckEvidence.from_result(result) for result in bundle.results),
+            results=tuple(CheckEvidence.from_result(result, root=bundle.root)
+                          for result in bundle.results),
             unverified=tuple(unverified[:UNVERIFIED_SHOWN]),
             unverified_count=len(unverified),
             diff_stat=bundle.diff_stat.strip()[-DIFF_STAT_SHOWN:],
@@ -371,15 +391,46 @@ def render_failures(report: EvidenceReport, *, limit: int) -> str:
             f"{result.duration_s:.1f}s)\n\n`{result.command}`\n\n"
             f"Log: {result.log_size} bytes, sha256 `{result.log_sha256}`.\n"
         )
-        if result.junit is not None and result.junit.failed:
-            header += "\nFailing tests:\n" + "".join(
-                f"- `{case.classname}.{case.name}`"
-                f"{f' at {case.file}:{case.line}' if case.file else ''}:"
-                f" {case.message[:FAILED_TEST_MESSAGE]}\n"
-                for case in result.junit.failed[:FAILED_TESTS_SHOWN]
-            )
-        sections.append(fit(f"{header}\n{_fenced(result.log_tail)}\n", share))
+        if result.failed_tests:
+            header += f"\n{_failing_tests(result)}"
+        sections.append(fit(f"{header}\nLog tail:\n\n{_fenced(result.log_tail)}\n", share))
     return fit("\n".join(sections), limit)
+
+
+def _failing_tests(result: CheckEvidence) -> str:
+    """The failing tests as a list: each name in code, where it failed, its message fenced."""
+    shown, failed = len(result.failed_tests), result.failing_count
+    more = f" ({shown} of {failed} shown)" if failed > shown else ""
+    lines = [f"Failing tests{more}:", ""]
+    for case in result.failed_tests:
+        where = f" at `{case.file}:{case.line}`" if case.file and case.line else (
+            f" in `{case.file}`" if case.file else "")
+        lines.append(f"- {_code(failed_test_name(case))}{where}")
+        if case.message:
+            lines += ["", _indented(_fenced(case.message), "  "), ""]
+    return "\n".join(lines) + "\n"
+
+
+def failed_test_name(case: FailedTest) -> str:
+    """A failing test's name as its runner writes it (JUnit's class and name joined)."""
+    return f"{case.classname}.{case.name}" if case.classname else case.name
+
+
+def _shown_test(case: FailedTest) -> FailedTest:
+    """A failing test as a report carries it: its message cut, without the details."""
+    return FailedTest(case.name, case.classname, case.file, case.line,
+                      case.message[:FAILED_TEST_MESSAGE], "")
+
+
+def _indented(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line if line else line for line in text.splitlines())
+
+
+def _code(text: str) -> str:
+    """An inline code span its own backticks cannot end."""
+    ticks = "`" * (_longest_backtick_run(text) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def _fenced(text: str) -> str:
@@ -398,7 +449,7 @@ def _longest_backtick_run(text: str) -> int:
 
 def _tests(result: CheckEvidence) -> str:
     if result.junit is None:
-        return ""
+        return f"{len(result.failed_tests)} failed" if result.failed_tests else ""
     summary = result.junit
     return f"{summary.tests} run, {summary.failures} failed, {summary.errors} errors"
 

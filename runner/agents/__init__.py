@@ -5,6 +5,7 @@ from runner.agents.command import CommandAgent
 from runner.agents.prompt import (
     PHASE_OUTPUTS,
     FailingCheck,
+    FailingTest,
     PromptContext,
     output_path,
     render_prompt,
@@ -17,6 +18,7 @@ __all__ = [
     "AgentTask",
     "CommandAgent",
     "FailingCheck",
+    "FailingTest",
     "PromptContext",
     "output_path",
     "render_prompt",

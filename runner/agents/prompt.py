@@ -85,6 +85,16 @@ _BACKTICK_RUN = re.compile(r"`+")
 
 
 @dataclass(frozen=True)
+class FailingTest:
+    """A test a failed check named: where it failed, and its message."""
+
+    name: str
+    file: str | None = None
+    line: int | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
 class FailingCheck:
     """A verification check that failed, as evidence for a repair step."""
 
@@ -93,6 +103,7 @@ class FailingCheck:
     status: str
     exit_code: int | None
     log_tail: str
+    tests: tuple[FailingTest, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -241,9 +252,23 @@ def _render_checks(checks: tuple[FailingCheck, ...], repair_number: int | None) 
             f"- status: {check.status}\n"
             f"- exit code: {exit_code}\n\n"
             f"Command:\n\n{_fence(check.command, 'sh')}\n\n"
+            f"{_render_tests(check.tests)}"
             f"Log tail:\n\n{_fence(check.log_tail or '(empty log)')}"
         )
     return "\n\n".join(parts)
+
+
+def _render_tests(tests: tuple[FailingTest, ...]) -> str:
+    """The failing tests a check named: each name, where it failed, its message fenced."""
+    if not tests:
+        return ""
+    lines = ["Failing tests:", ""]
+    for test in tests:
+        where = f"{test.file}:{test.line}" if test.file and test.line else test.file
+        lines.append(f"- {_code(test.name)}" + (f" at {_code(where)}" if where else ""))
+        if test.message:
+            lines += ["", *("  " + line for line in _fence(test.message).splitlines()), ""]
+    return "\n".join(lines).rstrip("\n") + "\n\n"
 
 
 def _render_feedback(feedback: tuple[str, ...]) -> str:

@@ -17,7 +17,13 @@ from plumbing.files import printable_path
 from plumbing.walk import remove
 from runner.agents.base import AgentResult, AgentTask
 from runner.agents.command import read_output
-from runner.agents.prompt import FailingCheck, PromptContext, output_path, render_prompt
+from runner.agents.prompt import (
+    FailingCheck,
+    FailingTest,
+    PromptContext,
+    output_path,
+    render_prompt,
+)
 from runner.budget import overspent, stopped_at
 from runner.canonical import sha256_hex
 from runner.decisions import decide_idle, idle_timeouts
@@ -243,8 +249,10 @@ def _prompt_context(
     if phase is State.REPAIR:
         verify = inp.latest(State.VERIFY.value)
         if verify is not None:
-            failing = tuple(FailingCheck(**f.model_dump())
-                            for f in VerifyRecord.of(verify).failing)
+            failing = tuple(
+                FailingCheck(**f.model_dump(exclude={"tests"}),
+                             tests=tuple(FailingTest(**t.model_dump()) for t in f.tests))
+                for f in VerifyRecord.of(verify).failing)
     return PromptContext(
         run_id=inp.run.id, phase=phase.value, step=inp.run.step, title=inp.run.title,
         body=inp.run.body, output_path=output_rel, artifacts=tuple(earlier), feedback=feedback,

@@ -37,7 +37,7 @@ from runner.steps.base import (
 )
 from runner.steps.review import push_commit, trailers
 from runner.workflow import PULL_REQUEST_WORKFLOW, Outcome, State, verify_outcome
-from verification.evidence import EvidenceReport
+from verification.evidence import EvidenceReport, failed_test_name
 from verification.execute import CheckResult
 from verification.pipeline import Candidate, plan_verification
 from verification.plan import Plan
@@ -139,7 +139,8 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
         diff = {**diff, "recipe": push.payload["recipe"]}
     check_id = CheckRunId(run.id, VERIFY_CHECK, commit,
                           diff["sha256"][:MIN_DIFF_PREFIX] if awaiting and diff else "")
-    payload = verify_check(run.id, check_id, EvidenceReport.from_bundle(bundle))
+    report = EvidenceReport.from_bundle(bundle)
+    payload = verify_check(run.id, check_id, report)
     if diff is not None:
         payload = diff_request(payload, diff, awaiting=awaiting)
     check = inp.effect(EffectKind.CHECK_RUN, "verify-check", payload)
@@ -152,7 +153,7 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
            if diff else {}),
         "failing": [
             {"id": r.key, "command": r.command, "status": r.status, "exit_code": r.exit_code,
-             "log_tail": r.log_tail()}
+             "log_tail": r.log_tail(), "tests": _failed_tests(report, r.key)}
             for r in failing
         ],
     }
@@ -194,6 +195,13 @@ def _passed_results(inp: StepInput, services: StepServices) -> dict[str, CheckRe
         if result.get("status") == "passed":
             found[result["key"]] = CheckResult.from_dict({**result, "log": ""})
     return found
+
+
+def _failed_tests(report: EvidenceReport, key: str) -> list[dict[str, Any]]:
+    """The failing tests the evidence names for check ``key``: what a repair is told."""
+    shown = next(result for result in report.results if result.key == key)
+    return [{"name": failed_test_name(case), "file": case.file, "line": case.line,
+             "message": case.message} for case in shown.failed_tests]
 
 
 def _without_log(result: CheckResult) -> dict[str, Any]:

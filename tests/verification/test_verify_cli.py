@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from verify_helpers import FAILING_TEST, git, write
@@ -259,3 +261,47 @@ def test_a_failing_worktree_exits_2_in_one_line_leaving_nothing_behind(
     code, out, _ = verify(capsys, "--repo", str(monorepo), "--base", "main", "--head", "docs")
     assert (code, out.strip()) == (0, "conclusion: success")
     assert list(scratch.iterdir()) == []
+
+
+UNITTEST_CONFIG = ("verify:\n  checks:\n"
+                   "    - {id: unit, kind: test, run: 'python3 -m unittest -q'}\n")
+CALC_TEST = ("import unittest\n\nimport calc\n\n\nclass AddTest(unittest.TestCase):\n"
+             "    def test_add(self):\n        self.assertEqual(calc.add(2, 3), 5)\n")
+
+
+def test_a_failing_check_is_shown_with_its_failing_tests_and_its_log_tail(
+        make_repo: Any, tmp_path: Path) -> None:
+    repo = make_repo({".github/ratchet.yml": UNITTEST_CONFIG,
+                      "calc.py": "def add(a, b):\n    return a + b\n", "test_calc.py": CALC_TEST})
+    write(repo, {"calc.py": "def add(a, b):\n    return a - b\n"})  # the change: a bug
+    env = {**os.environ, "RATCHET_HOME": str(tmp_path / "home")}
+
+    def ratchet_verify(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "app.cli", "verify", "--repo", str(repo),
+                               "--base", "HEAD", *extra], cwd=REPO_ROOT, env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    text = ratchet_verify()
+    assert text.returncode == 1, text.stderr
+    lines = text.stdout.splitlines()
+    assert lines[0].startswith("failed    unit (")
+    assert lines[1] == ("  FAILED test_calc.AddTest.test_add (test_calc.py:8):"
+                        " AssertionError: -1 != 5")
+    assert lines[2].startswith("  last ") and lines[2].endswith(" lines of its log:")
+    assert "  | AssertionError: -1 != 5" in lines and "  | FAILED (failures=1)" in lines
+    assert lines[-1] == "conclusion: failure"
+
+    document = ratchet_verify("--json")
+    assert document.returncode == 1, document.stderr
+    [result] = json.loads(document.stdout)["results"]
+    assert result["failed_tests"] == [{"name": "test_calc.AddTest.test_add",
+                                       "file": "test_calc.py", "line": 8,
+                                       "message": "AssertionError: -1 != 5"}]
+    assert result["log_tail"].endswith("FAILED (failures=1)")
+    assert "Traceback (most recent call last):" in result["log_tail"]
+
+    write(repo, {"calc.py": "def add(a, b):\n    return a + b\n"})
+    passing = ratchet_verify("--json")
+    assert passing.returncode == 0, passing.stderr
+    [result] = json.loads(passing.stdout)["results"]
+    assert "failed_tests" not in result and "log_tail" not in result

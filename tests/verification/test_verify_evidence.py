@@ -199,3 +199,64 @@ def test_a_report_travels_as_json_and_renders_the_same() -> None:
     assert again == report
     assert render_markdown(again) == render_markdown(report)
     assert len(report.results[0].log_tail.splitlines()) == 60  # the tail, not the log
+
+
+UNITTEST = ("import unittest\n\n\nclass AddTest(unittest.TestCase):\n"
+            "    def test_add(self):\n        self.assertEqual(2 - 3, 5, 'sums differ')\n")
+
+
+def test_a_check_without_junit_names_its_failing_tests_from_its_log(tmp_path: Path) -> None:
+    (tmp_path / "test_calc.py").write_text(UNITTEST)
+    log = subprocess.run([sys.executable, "-m", "unittest", "-q"], cwd=tmp_path,
+                         capture_output=True, text=True).stderr
+    check = PlannedCheck("unit", "api", "test", "python -m unittest", 60, None)
+    plan = Plan((PlannedWorkspace("api", ()),), (check,), 2)
+    bundle = build_bundle(plan, [result_for(check, "failed", log)], root=str(tmp_path.parent))
+    report = EvidenceReport.from_bundle(bundle)
+    [failed] = report.results[0].failed_tests
+    assert (failed.name, failed.file, failed.line) == (
+        "test_calc.AddTest.test_add", f"{tmp_path.name}/test_calc.py", 6)
+    assert failed.message == "AssertionError: -1 != 5 : sums differ"
+    markdown = render_markdown(report)
+    assert f"- `test_calc.AddTest.test_add` at `{tmp_path.name}/test_calc.py:6`" in markdown
+    assert "    AssertionError: -1 != 5 : sums differ" not in markdown  # fenced, not indented code
+    assert "  AssertionError: -1 != 5 : sums differ" in markdown
+    assert "| 1 failed |" in markdown  # the table's tests column
+    assert EvidenceReport.from_dict(json.loads(json.dumps(report.to_dict()))) == report
+    passed = EvidenceReport.from_bundle(build_bundle(plan, [result_for(check, "passed", log)]))
+    assert passed.results[0].failed_tests == ()  # a passing check's log is not read
+
+
+def test_a_failure_junit_reports_is_annotated_once_not_again_from_the_log(tmp_path: Path) -> None:
+    (tmp_path / "test_calc.py").write_text("def test_add():\n    assert 2 - 3 == 5\n")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "--junitxml=report.xml", "test_calc.py"], cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert "test_calc.py:2: AssertionError" in run.stdout  # the log names the line too
+    check = PlannedCheck("unit", ".", "test", "pytest", 60, "report.xml")
+    result = {**result_for(check, "failed", run.stdout).to_dict(),
+              "junit": parse_junit((tmp_path / "report.xml").read_text()).to_dict()}
+    bundle = build_bundle(Plan((PlannedWorkspace(".", ()),), (check,), 2),
+                          [CheckResult.from_dict(result)])
+    [annotation] = bundle.annotations()
+    assert (annotation.path, annotation.start_line) == ("test_calc.py", 2)
+    assert annotation.message.startswith("test_calc.test_add failed: assert")
+    report = EvidenceReport.from_bundle(bundle)
+    [failed] = report.results[0].failed_tests  # from the JUnit report
+    assert (failed.name, failed.classname, failed.line) == ("test_add", "test_calc", 2)
+    assert report.results[0].junit is not None and report.results[0].junit.failed == ()
+    assert "- `test_calc.test_add` at `test_calc.py:2`" in render_markdown(report)
+
+
+def test_a_report_recorded_before_failed_tests_still_shows_its_junit_cases() -> None:
+    check = PlannedCheck("unit", ".", "test", "pytest", 60, None)
+    report = EvidenceReport.from_bundle(single(check, "failed", "boom\n"))
+    older = report.to_dict()
+    [result] = older["results"]
+    del result["failed_tests"]
+    result["junit"] = {"tests": 2, "failures": 1, "errors": 0, "skipped": 0, "failed": [
+        {"name": "test_b", "classname": "t", "file": "t.py", "line": 3, "message": "boom",
+         "details": ""}]}
+    again = EvidenceReport.from_dict(older)
+    assert [c.name for c in again.results[0].failed_tests] == ["test_b"]
+    assert "- `t.test_b` at `t.py:3`" in render_markdown(again)
