@@ -11,14 +11,17 @@ checkout's git config is rid of the token ``actions/checkout`` may have left the
 (``checkout.py``); the job's environment never reaches a check but for what ``verify.env``
 asks and ``RATCHET_CHECK_ENV`` allows. The evidence goes to:
 
-- the step summary (plan, per-check status and time, failing checks with their log tails);
-- annotations as workflow commands, errors first (the runner shows 10 per level and step);
+- the step summary (plan, per-check status and time, failing checks with their failing tests
+  and log tails);
 - the bundle folder (plan.json, result.json, logs, summary.md) for ``actions/upload-artifact``;
 - one ``ratchet/verify`` check run per head, upserted by ``external_id``, when the token may
   create one: its evidence recorded as an effect and sent through the outbox to the GitHub
   executor, as a run's effects are. A fork's ``pull_request`` gets a read-only token: no check
   run call is made and the summary says why. A token refused by GitHub (no
-  ``checks: write``) is said there too.
+  ``checks: write``) is said there too;
+- each failure annotated once: on the check run when there is one (all of them, in batches of
+  50), else as workflow commands, errors first (the runner shows 10 per level and step). Both
+  would show every failure twice in the pull request's diff.
 
 Exit status as ``ratchet verify``: 0 verified, 1 a check did not pass, 2 a usage or
 configuration error (also an annotation naming the file and line), 3 nothing verifies the
@@ -109,7 +112,8 @@ def verify_job(env: ActionEnv, settings: Settings, runner: Runner) -> int:
         return _usage_error(runner, " ".join(str(exc).split()))
     report = EvidenceReport.from_bundle(bundle)
     note = _publish_check_run(env, settings, report, head, revisions)
-    commands = most_important_first(_workflow_commands(report))
+    # The check run carries the annotations when it was written: the job does not repeat them.
+    commands = most_important_first(_workflow_commands(report, annotated=note.url is not None))
     shown = _first_per_level(commands)
     for line in shown:
         runner.command(line)
@@ -248,8 +252,11 @@ def _send(env: ActionEnv, client: GitHubClient, effect: EffectIntent) -> dict[st
             store.close()
 
 
-def _workflow_commands(report: EvidenceReport) -> list[str]:
-    commands = [strip_controls(command) for command in render_workflow_commands(report)]
+def _workflow_commands(report: EvidenceReport, *, annotated: bool) -> list[str]:
+    """The job's workflow commands: the failures' annotations unless the check run carries
+    them (``annotated``), and the warning that nothing verifies the change."""
+    commands = [] if annotated else [
+        strip_controls(command) for command in render_workflow_commands(report)]
     if report.conclusion == "neutral":
         commands.append(f"::warning title=Ratchet::{report.reason}: add a check that covers the"
                         " changed files, or list them in verify.ignore")
@@ -273,6 +280,9 @@ def _summary(report: EvidenceReport, note: CheckRunNote, *, hidden: int) -> str:
     lines = [strip_controls(render_markdown(report)).rstrip(), ""]
     if note.url:
         lines.append(f"Check run: [{VERIFY_CHECK}]({note.url}).")
+        if report.annotations:
+            lines.append(f"\nThe {len(report.annotations)} annotations are on the check run"
+                         " (shown in the pull request's diff), not repeated by this job.")
     elif note.why_not:
         lines.append(f"**No check run:** {note.why_not}")
     if hidden:

@@ -107,7 +107,7 @@ def test_a_passing_pull_request_gets_a_summary_outputs_and_one_check_run(scene: 
     scene.fake.assert_clean()
 
 
-def test_a_failing_pull_request_fails_with_annotations_and_a_failed_check_run(
+def test_a_failing_pull_request_fails_with_each_failure_annotated_once_on_its_check_run(
         scene: Scene) -> None:
     payload, workspace, head = pull_request(scene, {"calc.py": BUGGY})
     result = scene.run(scene.job("pull_request", payload, workspace=workspace), mode="verify")
@@ -116,15 +116,17 @@ def test_a_failing_pull_request_fails_with_annotations_and_a_failed_check_run(
     assert result.outputs["conclusion"] == "failure"
     assert "1 of 1 checks did not pass" in result.summary
     assert "AssertionError" in result.summary  # the failing check's log tail
-    errors = result.annotations_at("error")
-    assert errors, result.stdout
-    assert errors[0].properties["file"] == "test_calc.py"
-    assert errors[0].properties["line"] == "8"
-    assert result.annotations[: len(errors)] == errors  # errors first
+    # The failing test, named where it failed, in the step summary and the check run.
+    named = "- `test_calc.AddTest.test_add` at `test_calc.py:8`"
+    assert named in result.summary
 
+    # Each failure annotated once: on the check run, so the job emits no ::error for it.
     [check] = scene.fake.check_runs(OWNER, REPO, head)
     assert check.conclusion == "failure" and check.name == "ratchet/verify"
-    assert any(a["path"] == "test_calc.py" for a in check.annotations)
+    assert [(a["path"], a["start_line"]) for a in check.annotations] == [("test_calc.py", 8)]
+    assert named in (check.output_text or "")
+    assert result.annotations_at("error") == [], result.stdout
+    assert "annotations are on the check run" in result.summary
     assert_no_secret(result, JOB_TOKEN)
 
 
@@ -142,7 +144,9 @@ def test_a_fork_pull_request_with_a_read_only_token_makes_no_check_run_call(
     assert result.outputs["conclusion"] == "failure"
     assert "1 of 1 checks did not pass" in result.summary
     assert "read-only token" in result.summary and "fork" in result.summary
-    assert result.annotations_at("error")[0].properties["file"] == "test_calc.py"
+    # No check run to carry the annotations: the job's workflow commands do, once each.
+    assert [(e.properties["file"], e.properties["line"])
+            for e in result.annotations_at("error")] == [("test_calc.py", "8")]
     assert scene.fake.calls()[before:] == []  # not even a lookup
     assert check_calls(scene) == [] and scene.fake.check_runs(OWNER, REPO) == []
     assert_no_secret(result, READ_ONLY_TOKEN)
