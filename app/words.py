@@ -38,6 +38,9 @@ class CommandLineWords:
     def budget(self, run_id: str, amount: str) -> str:
         return f"ratchet budget {run_id} --add {shlex.quote(amount)}"
 
+    def closes(self, issue: int) -> str:
+        return ""  # a local run's branch closes nothing
+
 
 CLI_WORDS = CommandLineWords()
 

@@ -81,7 +81,10 @@ class GitHubExecutor:
             EffectKind.REPLY: Replies(api, words, issue=issue, bot_login=bot_login),
             EffectKind.REACTION: Reactions(api, bot_login=bot_login),
             EffectKind.PUSH: BranchPushes(api, worktrees, worktree),
-            EffectKind.PULL_REQUEST: PullRequests(api, words, history=history),
+            EffectKind.PULL_REQUEST: PullRequests(
+                api, words, history=history,
+                artifacts_url=f"{details_url}/artifacts" if details_url else None,
+            ),
             EffectKind.CHECK_RUN: CheckRuns(api, words, history=history, details_url=details_url),
         }
 

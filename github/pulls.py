@@ -7,8 +7,9 @@ still is, mark it ready through GraphQL's ``markPullRequestReadyForReview``: RES
 ignores ``draft`` (https://docs.github.com/graphql/reference/mutations#markpullrequestreadyforreview).
 
 The body carries the effect's hidden key marker, so a lookup (``GET pulls?head=OWNER:BRANCH``)
-tells whether this effect's edit landed; what a lookup saw is kept for the ``apply`` that
-follows it, so a retry resends only what is missing.
+tells whether this effect's edit landed (the publish step's edit, rewriting the body as
+finished work, is one such effect: sent once, and a resume finds it landed); what a lookup saw
+is kept for the ``apply`` that follows it, so a retry resends only what is missing.
 """
 
 from __future__ import annotations
@@ -51,10 +52,12 @@ def _identity(pull: dict[str, Any]) -> dict[str, Any]:
 class PullRequests:
     """Pull requests of the run's branch in one repository."""
 
-    def __init__(self, api: RepoAPI, words: Vocabulary, *, history: ConfirmedEffects) -> None:
+    def __init__(self, api: RepoAPI, words: Vocabulary, *, history: ConfirmedEffects,
+                 artifacts_url: str | None = None) -> None:
         self.api = api
         self.words = words
         self.history = history
+        self.artifacts_url = artifacts_url  # the dashboard's artifacts of the run, if public
         self._seen: dict[str, dict[str, Any]] = {}  # branch -> the pull request a lookup found
 
     def apply(self, request: EffectRequest) -> dict[str, Any]:
@@ -122,6 +125,12 @@ class PullRequests:
         return found
 
     def _body(self, request: EffectRequest) -> str:
-        return marked_body(
-            [key_marker(request.key)], render_pull_request(request.payload, self.words)
-        )
+        """The body rendered from the payload; a published one links the check run of its
+        verification, as the ledger recorded it (the effect deciding it named its
+        ``external_id``), and the run's artifacts where they are served."""
+        verified = request.payload.get("verification") or {}
+        check = (self.history.latest(EffectKind.CHECK_RUN, external_id=verified["check_run"])
+                 if verified.get("check_run") else None)
+        return marked_body([key_marker(request.key)], render_pull_request(
+            request.payload, self.words, check_run_url=(check or {}).get("url"),
+            artifacts_url=self.artifacts_url))

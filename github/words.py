@@ -42,5 +42,10 @@ class GitHubWords:
     def budget(self, run_id: str, amount: str) -> str:
         return f"{COMMAND} budget {amount}"
 
+    def closes(self, issue: int) -> str:
+        # A closing keyword: merging the pull request closes the issue (GitHub docs, "Linking
+        # a pull request to an issue").
+        return f"Closes #{issue}"
+
 
 GITHUB_WORDS = GitHubWords()

@@ -36,7 +36,8 @@ _STATUS_MARKS = {
 
 class Vocabulary(Protocol):
     """How people act on a run where they read it: each method returns the exact text to
-    type (a slash command on a forge, a CLI command locally)."""
+    type (a slash command on a forge, a CLI command locally); ``closes`` the line that closes
+    the run's issue when its change is merged (empty where nothing does)."""
 
     def approve(self, run_id: str, spec_prefix: str) -> str: ...
     def approve_diff(self, run_id: str, diff_sha256: str) -> str: ...
@@ -46,6 +47,7 @@ class Vocabulary(Protocol):
     def resume(self, run_id: str) -> str: ...
     def mention(self, author: str) -> str: ...
     def budget(self, run_id: str, amount: str) -> str: ...
+    def closes(self, issue: int) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -145,10 +147,16 @@ def render_tracking(view: Mapping[str, Any], words: Vocabulary,
     return "\n".join(lines) + "\n"
 
 
-def render_pull_request(payload: Mapping[str, Any], words: Vocabulary) -> str:
-    """The pull request body: Ratchet's section (the spec's sha256, once, and how to approve or
-    send it back), then the spec and the implementation's summary as the agents wrote them,
-    neutralised."""
+def render_pull_request(payload: Mapping[str, Any], words: Vocabulary, *,
+                        check_run_url: str | None = None,
+                        artifacts_url: str | None = None) -> str:
+    """The pull request body. A draft's: Ratchet's section (the spec's sha256, once, and how
+    to approve or send it back), then the spec and the implementation's summary as the agents
+    wrote them, neutralised. A published one's (its payload has ``verification``) reads as
+    finished work: ``render_published``."""
+    if "verification" in payload:
+        return render_published(payload, words, check_run_url=check_run_url,
+                                artifacts_url=artifacts_url)
     spec = payload["spec"]
     run_id = payload["run"]
     prefix = spec["sha256"][:HASH_PREFIX]
@@ -164,6 +172,45 @@ def render_pull_request(payload: Mapping[str, Any], words: Vocabulary) -> str:
         parts += ["---", "**Implementation summary**",
                   neutralise(payload["summary"]).rstrip() + "\n"]
     return "\n\n".join(parts)
+
+
+def render_published(payload: Mapping[str, Any], words: Vocabulary, *,
+                     check_run_url: str | None = None,
+                     artifacts_url: str | None = None) -> str:
+    """A verified pull request's body: what changed (the summary of the agent step whose tree
+    passed), the verification (its checks, and a link to its check run where the forge has
+    one), the approved spec by its sha256 and where to read it (a link where artifacts are
+    served, and collapsed below), and the forge's closing line for the run's issue. No
+    instruction is pending, so none is given."""
+    run_id, spec, verified = payload["run"], payload["spec"], payload["verification"]
+    checks = verified.get("checks") or []
+    passed = sum(1 for check in checks if check.get("status") == "passed")
+    repairs = int(verified.get("repairs") or 0)
+    after = f", after {repairs} repair{'s' if repairs != 1 else ''}" if repairs else ""
+    where = f" on `{str(verified['head'])[:12]}`" if verified.get("head") else ""
+    check_run = (f"[{verified.get('check_name') or 'the check run'}]({check_run_url})"
+                 if check_run_url else f"`{verified.get('check_name') or 'the check run'}`")
+    # Named in code: the approver is not pinged again by a body they already acted on.
+    approved = f", approved by {_code(str(spec['by']))}" if spec.get("by") else ""
+    read = (f"[`spec.md`]({artifacts_url.rstrip('/')}/spec.md)" if artifacts_url
+            else "`spec.md` in the run's artifacts")
+    lines = [f"Ratchet run `{run_id}` implemented and verified this change.", "",
+             "### What changed", "",
+             neutralise(payload.get("summary") or "(the agent wrote no summary)").rstrip(), "",
+             "### Verification", "",
+             f"{passed} of {len(checks)} checks passed{where}{after}: {check_run}"
+             f" (plan `{str(verified.get('plan') or '')[:12]}`).", ""]
+    lines += [f"- `{_printable(str(c.get('id')))}`: {c.get('status')}" for c in checks[:50]]
+    if len(checks) > 50:
+        lines.append(f"- ... and {len(checks) - 50} more in the check run")
+    lines += ["", "### Specification", "",
+              f"Spec sha256: `{spec['sha256']}`{approved}: {read}, and here:", "",
+              "<details><summary>spec.md</summary>", "",
+              neutralise(spec.get("text") or "").rstrip(), "", "</details>"]
+    closes = words.closes(int(payload["issue"])) if payload.get("issue") else ""
+    if closes:
+        lines += ["", closes]
+    return "\n".join(lines) + "\n"
 
 
 def render_reply(payload: Mapping[str, Any], words: Vocabulary) -> str:

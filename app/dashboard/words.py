@@ -35,5 +35,8 @@ class WebWords:
     def budget(self, run_id: str, amount: str) -> str:
         return CLI_WORDS.budget(run_id, amount)
 
+    def closes(self, issue: int) -> str:
+        return ""  # the page closes nothing; a forge's pull request may
+
 
 WEB_WORDS = WebWords()

@@ -319,6 +319,15 @@ class AppScene:
             time.sleep(0.2)
         raise AssertionError(f"timed out waiting for {what}\n{self.logs()}")
 
+    def exported(self, run_id: str) -> Path:
+        """The run's directory as ``ratchet export`` writes it."""
+        folder = self.root / "exported"
+        result = subprocess.run([sys.executable, "-m", "app.cli", "export", run_id, str(folder)],
+                                cwd=self.root, env=self.environ(), capture_output=True,
+                                text=True, timeout=60, check=False)
+        assert result.returncode == 0, result.stderr
+        return folder / run_id
+
     def run_state(self) -> dict[str, Any] | None:
         """The only run's status, as ``ratchet runs --json`` prints it (None before one exists)."""
         result = subprocess.run([sys.executable, "-m", "app.cli", "runs", "--json"],

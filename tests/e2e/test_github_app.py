@@ -39,6 +39,7 @@ ISSUE = 1
 BRANCH = f"ratchet/issue-{ISSUE}"
 # GitHub API calls the whole happy path may cost (the issue's target).
 API_BUDGET = 25
+PULL = "/repos/{owner}/{repo}/pulls/{pull_number}"
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +120,29 @@ def assert_verified_once(scene: AppScene, *, spec_heads: int = 1, pr_replies: in
     assert {c.head_sha for c in checks} <= set(heads)
 
 
+def assert_published_as_finished_work(scene: AppScene) -> None:
+    """The ready pull request's body, written once at publish: the repair's summary (the
+    implementation's failed), the passing verification with a link to its check run, the
+    approved spec by hash, the issue it closes; no command left to type."""
+    [pull] = scene.fake.pulls(OWNER, REPO)
+    body = pull.body or ""
+    passed = max((c for c in scene.fake.check_runs(OWNER, REPO, pull.head_sha)
+                  if c.name == "ratchet/verify"), key=lambda c: c.id)
+    assert "Fixed the sign in calc.add." in body and "Implemented calc.add." not in body
+    assert (f"1 of 1 checks passed on `{pull.head_sha[:12]}`, after 1 repair:"
+            f" [ratchet/verify](https://github.com/{OWNER}/{REPO}/runs/{passed.id})") in body
+    spec = max((c for c in scene.fake.check_runs(OWNER, REPO) if c.name == "ratchet/spec"),
+               key=lambda c: c.id)  # the newest ratchet/spec names the approved spec
+    found = re.search(r"Spec sha256: `([0-9a-f]{64})`, approved by `alice`", body)
+    assert found and spec.external_id.endswith(found.group(1)[:12]), body
+    assert f"{PUBLIC_URL}/runs/" in body and "/artifacts/spec.md)" in body
+    assert body.rstrip().endswith(f"Closes #{ISSUE}")
+    assert "/ratchet approve" not in body and "/ratchet request-changes" not in body
+    edits = [c for c in scene.fake.calls(method="PATCH") if c.template == PULL and c.actor == BOT
+             and ":publish." in str((c.body or {}).get("body"))]
+    assert len(edits) == 1, edits  # once, whatever was retried or resumed
+
+
 def agent_steps(scene: AppScene) -> Counter[str]:
     log = scene.shared / "agent.log"
     return Counter(step.split(".")[0] for step in log.read_text().split()) if log.exists() \
@@ -156,6 +180,14 @@ def test_a_labeled_issue_becomes_a_verified_pull_request(scene: AppScene) -> Non
     scene.wait_for("the verified pull request", lambda: finished(scene))
 
     assert_verified_once(scene)
+    assert_published_as_finished_work(scene)
+    # The first implementation's failing test, named in its check run and the repair's prompt.
+    failed = min((c for c in scene.fake.check_runs(OWNER, REPO) if c.name == "ratchet/verify"),
+                 key=lambda c: c.id)
+    named = "`test_calc.AddTest.test_add` at `test_calc.py:8`"
+    assert failed.conclusion == "failure" and named in (failed.output_text or "")
+    prompt = scene.exported(scene.run_state()["run_id"]) / "prompts" / "repair.1.md"
+    assert "- `test_calc.AddTest.test_add` at `test_calc.py:8`" in prompt.read_text()
     assert [r.content for r in scene.fake.reactions(OWNER, REPO, comment_id)] == ["eyes"]
     assert agent_steps(scene) == {"research": 1, "specify": 1, "implement": 1, "repair": 1}
     assert scene.run_state()["state"] == "done"
@@ -253,6 +285,7 @@ def test_lost_acknowledgements_a_killed_worker_and_refused_commands_change_nothi
     scene.wait_for("the verified pull request", lambda: finished(scene), timeout=180)
 
     assert_verified_once(scene, spec_heads=3, pr_replies=2)
+    assert_published_as_finished_work(scene)
     steps = agent_steps(scene)
     assert (steps["research"], steps["specify"], steps["implement"]) == (1, 3, 1)
     fired = Counter(c.fault for c in scene.fake.calls() if c.fault)

@@ -437,6 +437,19 @@ def pull_request(
     )
 
 
+def published_pull_request(scene: Scene, check: EffectRequest, *, step: str = "publish.1",
+                           summary: str = "Fixed the sign in widgets.wobble.") -> EffectRequest:
+    """The ready pull request as the publish step decides it: the draft's fields, the
+    passing summary, the verification naming its check run (``check``), the issue it closes."""
+    request = pull_request(scene, draft=False, step=step, summary=summary)
+    payload = {**request.payload, "issue": ISSUE, "verification": {
+        "conclusion": "success", "plan": "ef" * 32, "head": check.payload["head_sha"],
+        "repairs": 1, "checks": [{"id": "unit", "status": "passed"}],
+        "check_name": VERIFY_CHECK, "check_run": check.payload["external_id"]}}
+    payload["spec"] = {**payload["spec"], "by": "alice"}
+    return EffectRequest(request.key, request.run_id, request.step, request.kind, payload)
+
+
 def annotation(i: int) -> dict[str, Any]:
     """One annotation as the runner records it (``dataclasses.asdict`` of verification's)."""
     return {

@@ -6,7 +6,7 @@ from runner.render import key_marker
 from tests.fakes.conftest import BRANCH, OWNER, REPO
 from tests.fakes.fakegithub import faults
 from tests.fakes.fakegithub.state import PullRequest
-from tests.github.harness import Scene, pull_request
+from tests.github.harness import Scene, published_pull_request, pull_request, verify_check
 
 GRAPHQL = "/graphql"
 PULL = "/repos/{owner}/{repo}/pulls/{pull_number}"
@@ -106,3 +106,39 @@ def test_a_pull_request_opened_by_hand_on_the_branch_is_adopted(scene: Scene) ->
     scene.flush()
     assert scene.resource(request.key)["number"] == number
     assert the_pull(scene).title == "Widgets wobble"
+
+
+def test_publishing_rewrites_the_body_as_finished_work_once(scene: Scene) -> None:
+    scene.record(pull_request(scene, draft=True))
+    scene.flush()
+    check = verify_check(scene, step="verify.2", conclusion="success")
+    scene.record(check)
+    scene.flush()
+    check_url = scene.resource(check.key)["url"]
+    published = published_pull_request(scene, check)
+    scene.fake.inject("PATCH", PULL, faults.drop_after_apply())  # the edit's answer is lost
+    scene.record(published)
+    since = scene.mark()
+    scene.settle()
+
+    body = the_pull(scene).body or ""
+    assert "Fixed the sign in widgets.wobble." in body  # the summary of the step that passed
+    assert f"1 of 1 checks passed on `{check.payload['head_sha'][:12]}`, after 1 repair:" \
+           f" [ratchet/verify]({check_url})" in body
+    assert f"Spec sha256: `{'ab' * 32}`, approved by `alice`:" \
+           " [`spec.md`](https://ratchet.example/runs/run-1/artifacts/spec.md)" in body
+    assert "Make widgets steady." in body.split("<details><summary>spec.md</summary>")[1]
+    assert body.rstrip().endswith("Closes #1")
+    assert "/ratchet " not in body  # nothing left to do: no approve or request-changes command
+    cost = scene.cost(since)
+    # One edit: its answer lost, the lookup finds its marker and only marks it ready.
+    assert cost.writes == [f"PATCH /repos/acme/widgets/pulls/{the_pull(scene).number}",
+                           "POST /graphql"], cost
+    assert not the_pull(scene).draft
+
+    # The step retried after a crash decides the same effect: the ledger has it, nothing is sent.
+    since = scene.mark()
+    scene.record(published_pull_request(scene, check))
+    scene.flush()
+    assert scene.cost(since).calls == 0
+    assert len(scene.fake.pulls(OWNER, REPO)) == 1

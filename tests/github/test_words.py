@@ -85,3 +85,26 @@ def test_ratchets_own_lines_hold_text_they_did_not_write_inert() -> None:
         "sha256": "ab" * 32, "text": "```\nunclosed @x"}}, WORDS)
     assert body.endswith("```\nunclosed @x\n```\n")  # the spec's fence closes before the end
     assert body.index("`/ratchet approve abababababab`") < body.index("---")
+
+
+def test_a_published_body_reads_as_finished_work_and_holds_agent_text_inert() -> None:
+    from app.words import CLI_WORDS
+
+    payload = {"run": "run-1", "draft": False, "issue": 1,
+               "spec": {"sha256": "ab" * 32, "text": "Do it. Closes #4 @bob\n", "by": "alice"},
+               "summary": "Fixed the sign.\nFixes #9 cc @team",
+               "verification": {"conclusion": "success", "plan": "ef" * 32, "head": "12" * 20,
+                                "repairs": 2, "checks": [{"id": "unit", "status": "passed"}],
+                                "check_name": "ratchet/verify", "check_run": "run-1:x"}}
+    body = render_pull_request(payload, WORDS, check_run_url="https://github.com/a/b/runs/5",
+                               artifacts_url="https://r.example/runs/run-1/artifacts/")
+    assert "/ratchet " not in body  # nothing is pending
+    assert "Fixes `#9` cc `@team`" in body and "Closes `#4` `@bob`" in body
+    assert ("1 of 1 checks passed on `121212121212`, after 2 repairs:"
+            " [ratchet/verify](https://github.com/a/b/runs/5)") in body
+    assert "[`spec.md`](https://r.example/runs/run-1/artifacts/spec.md)" in body
+    assert body.endswith("\n\nCloses #1\n") and body.count("Closes #") == 1
+    # Where there is no forge: the same words, nothing to close, nothing to link.
+    local = render_pull_request(payload, CLI_WORDS)
+    assert "Closes #1" not in local and "`ratchet/verify` (plan" in local
+    assert "`spec.md` in the run's artifacts" in local
