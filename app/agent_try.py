@@ -1,8 +1,9 @@
 """``ratchet agent try``: what a preset still needs before a real issue fails for want of it.
 
-Each piece is one line, ``ok`` or ``MISSING``/``FAILED`` with what to do: the CLI on the
-agents' PATH and its version, credentials (a key variable or a seeded login), the seeded
-folders, the sandbox, and the hosts its model API needs. Then the CLI itself runs one
+Each piece is one line, ``ok``, ``warn`` or ``FAIL`` with what to do: the CLI on the agents'
+PATH, started with ``--version`` as a step starts it, credentials (a key variable or a seeded
+login), the seeded folders, the sandbox (the checks ``ratchet doctor`` makes of an agent,
+``app/doctor/agent.py``), and the hosts its model API needs. Then the CLI itself runs one
 read-only step, sandbox and egress proxy as in a run, against Ratchet's trial model on
 127.0.0.1 (``runner/agents/trial.py``) instead of the provider: its key variables hold a
 placeholder for the trial, so nothing is billed and no real key is sent anywhere.
@@ -10,31 +11,23 @@ placeholder for the trial, so nothing is billed and no real key is sent anywhere
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
+from app.doctor.agent import cli_finding, credentials_finding, sandbox_finding, seed_findings
+from app.doctor.findings import Check, Finding, fail, ok
 from runner.agents.base import AgentTask
 from runner.agents.command import CommandAgent, agent_environment
+from runner.agents.configured import agent_of
 from runner.agents.presets import Preset
 from runner.agents.trial import TRIAL_KEY, TrialModel
 from runner.errors import RatchetError
 from runner.network import KEY_VARIABLES, NetworkSettings, model_routes
-from runner.sandbox import SandboxUnavailable
 from runner.settings import EngineSettings
 
-# The variables that give each preset a model login (one is enough), besides a seeded one.
-CREDENTIALS: Mapping[str, tuple[str, ...]] = {
-    "claude": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"),
-    "codex": ("OPENAI_API_KEY", "CODEX_API_KEY"),
-    "gemini": ("GEMINI_API_KEY",),
-    "copilot": ("COPILOT_GITHUB_TOKEN", "COPILOT_PROVIDER_TYPE"),
-}
-_ANY_PROVIDER = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY")
 # Where the trial model stands in for each preset's API: the variable and the path suffix.
 _TRIAL_ENDPOINT: Mapping[str, tuple[str, str, str]] = {
     "claude": ("ANTHROPIC_BASE_URL", "", "ANTHROPIC_API_KEY"),
@@ -50,63 +43,12 @@ PROMPT = ("# Ratchet trial\n\nThis is a setup check. Change nothing, write nothi
           " tool: answer with one short sentence and exit.\n")
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One piece of the preset's setup: fine or not, in one line."""
-
-    ok: bool
-    text: str
-
-    def line(self) -> str:
-        return f"{'ok' if self.ok else 'MISSING':8} {self.text}"
-
-
 def setup_findings(chosen: Preset, settings: EngineSettings) -> list[Finding]:
-    """The preset's setup, piece by piece, without running the CLI on a prompt."""
-    environ = settings.environ
-    findings = []
-    program = shutil.which(chosen.program, path=environ.get("PATH"))
-    if program is None:
-        findings.append(Finding(False, f"{chosen.program!r} is not on the agents' PATH: install"
-                                       f" it ({chosen.install}; {chosen.docs})"))
-    else:
-        findings.append(Finding(True, f"{chosen.program} is {program} ({_version(program)})"))
-    names = CREDENTIALS.get(chosen.name, _ANY_PROVIDER)
-    provider = environ.get("COPILOT_PROVIDER_TYPE", "") if chosen.name == "copilot" else ""
-    if provider in ("openai", "anthropic"):  # its BYOK provider, on the runner's route
-        names = (f"{provider.upper()}_API_KEY",)
-    present = [name for name in names if environ.get(name)]
-    if present:
-        findings.append(Finding(True, f"credentials: {', '.join(present)} set"))
-    elif settings.agent_home_seed:
-        findings.append(Finding(True, "credentials: a seeded login (RATCHET_AGENT_HOME_SEED);"
-                                      f" none of {', '.join(names)} is set"))
-    else:
-        findings.append(Finding(False, f"credentials: {chosen.credentials}"))
-    for seed in settings.agent_home_seed:
-        if not os.path.lexists(seed):
-            findings.append(Finding(False, f"RATCHET_AGENT_HOME_SEED names {seed}, which does"
-                                           " not exist: create it (log the CLI in once) or"
-                                           " drop it from the list"))
-        else:
-            findings.append(Finding(True, f"seed {seed} exists"))
-    try:
-        settings.sandbox.check()
-        findings.append(Finding(True, f"sandbox: {settings.sandbox.mode}"))
-    except SandboxUnavailable as exc:
-        findings.append(Finding(False, str(exc)))
-    findings.append(Finding(True, _hosts(chosen, settings.network)))
-    return findings
-
-
-def _version(program: str) -> str:
-    try:
-        done = subprocess.run([program, "--version"], capture_output=True, text=True,
-                              timeout=60, check=False, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"--version failed: {exc}"
-    lines = (done.stdout or done.stderr).strip().splitlines()
-    return f"version {lines[0].strip()}" if lines else f"--version exited {done.returncode}"
+    """The preset's setup, piece by piece (the checks ``ratchet doctor`` makes of it, and
+    the hosts it reaches), without running the CLI on a prompt."""
+    return [cli_finding(agent_of(settings, preset=chosen), settings, chosen=chosen),
+            credentials_finding(chosen, settings), *seed_findings(settings),
+            sandbox_finding(settings), ok(Check.HOSTS, _hosts(chosen, settings.network))]
 
 
 def _hosts(chosen: Preset, network: NetworkSettings) -> str:
@@ -119,7 +61,7 @@ def _hosts(chosen: Preset, network: NetworkSettings) -> str:
     if direct:
         parts.append("reached directly (allowed for this preset): " + ", ".join(direct))
     extra = ", ".join(network.agent_allow) or "none"
-    return f"hosts: {'; '.join(parts) or 'none'}; RATCHET_AGENT_NETWORK_ALLOW adds: {extra}"
+    return f"{'; '.join(parts) or 'none'}; RATCHET_AGENT_NETWORK_ALLOW adds: {extra}"
 
 
 def trial_environment(chosen: Preset, environ: Mapping[str, str], url: str) -> dict[str, str]:
@@ -178,13 +120,13 @@ def _verdict(chosen: Preset, agent: CommandAgent, folder: Path, model: TrialMode
     asked = [entry for entry in model.asked if entry.api != "other"]
     tail = _tail(task.log_file)
     if problem is not None and getattr(problem, "evidence", {}).get("output_problem") != "missing":
-        return Finding(False, f"trial: {problem}" + (f"; its log ends: {tail}" if tail else ""))
+        return fail(Check.TRIAL, f"{problem}" + (f"; its log ends: {tail}" if tail else ""))
     if not asked:
-        return Finding(False, f"trial: {chosen.program} exited 0 without asking the model"
-                              f" (its log ends: {tail or 'nothing'})")
-    return Finding(True, f"trial: {chosen.program} reached the trial model through the"
-                         f" sandbox and the egress proxy ({len(asked)} request(s),"
-                         f" {asked[0].api} API) and exited 0")
+        return fail(Check.TRIAL, f"{chosen.program} exited 0 without asking the model"
+                                 f" (its log ends: {tail or 'nothing'})")
+    return ok(Check.TRIAL, f"{chosen.program} reached the trial model through the sandbox and"
+                           f" the egress proxy ({len(asked)} request(s), {asked[0].api} API)"
+                           " and exited 0")
 
 
 def _tail(log: Path, lines: int = 3) -> str:

@@ -45,6 +45,7 @@ EXIT_RUN_STOPPED = 1  # the run failed or needs a human
 EXIT_USAGE = 2  # bad arguments, unknown run, a refused signal
 EXIT_LEASE_LOST = 3  # another worker took the run over, or it was cancelled; this one stopped
 EXIT_UNAVAILABLE = 4  # the ledger could not be reached
+EXIT_CHECK_FAILED = 1  # ratchet doctor: a check failed (a warning does not)
 
 EXAMPLES = """\
 examples:
@@ -60,6 +61,7 @@ examples:
   ratchet export r-20261130-1a2b3c4d ./runs
   ratchet verify --base main --json
   ratchet agent try --agent gemini
+  ratchet doctor --json
 """
 
 
@@ -187,6 +189,13 @@ def build_parser() -> argparse.ArgumentParser:
     trial.add_argument("--agent", choices=sorted(PRESETS),
                        help="the preset (default: RATCHET_AGENT)")
     trial.set_defaults(handler=cmd_agent_try)
+
+    doctor = sub.add_parser(
+        "doctor", help="check this host's setup, one line per check (ok, warn, FAIL or skip)"
+                       " with what to do: agent CLI, credentials, sandbox, ledger, broker,"
+                       " GitHub App, public URL; exit 1 when a check fails")
+    doctor.add_argument("--json", action="store_true", help="one JSON object instead")
+    doctor.set_defaults(handler=cmd_doctor)
 
     serve = sub.add_parser("serve", help="the HTTP service (webhooks, API) under uvicorn")
     serve.add_argument("--host", default="127.0.0.1")
@@ -333,6 +342,7 @@ def cmd_github_app_manifest(args: argparse.Namespace, settings: Settings) -> int
 
 def cmd_agent_try(args: argparse.Namespace, settings: Settings) -> int:
     from app.agent_try import run_trial, setup_findings
+    from app.doctor.findings import Check, all_hold, skip
 
     name = args.agent or settings.agent
     if not name:
@@ -343,13 +353,28 @@ def cmd_agent_try(args: argparse.Namespace, settings: Settings) -> int:
     findings = setup_findings(chosen, engine)
     for finding in findings:
         print(finding.line(), flush=True)
-    if all(finding.ok for finding in findings):
+    if all_hold(findings):
         verdict = run_trial(chosen, engine)
-        print(verdict.line().replace("MISSING ", "FAILED  "))
+        print(verdict.line())
         findings.append(verdict)
     else:
-        print(f"{'skipped':8} trial: fix what is missing first")
-    return EXIT_OK if all(finding.ok for finding in findings) else EXIT_USAGE
+        print(skip(Check.TRIAL, "fix what failed first").line())
+    return EXIT_OK if all_hold(findings) else EXIT_USAGE
+
+
+def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
+    from app.doctor.checks import all_findings
+    from app.doctor.findings import all_hold
+
+    findings = []
+    for finding in all_findings(settings):
+        findings.append(finding)
+        if not args.json:
+            print(finding.line(), flush=True)
+    if args.json:
+        print(json.dumps({"ok": all_hold(findings),
+                          "checks": [finding.to_dict() for finding in findings]}))
+    return EXIT_OK if all_hold(findings) else EXIT_CHECK_FAILED
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:

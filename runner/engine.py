@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from runner.agents.base import Agent
-from runner.agents.command import CommandAgent, agent_environment
+from runner.agents.configured import agent_of
 from runner.agents.presets import preset
 from runner.effects import EffectExecutor
 from runner.errors import DeterministicFailure
@@ -107,23 +107,10 @@ class Engine:
         if not command and not name:
             command = self.settings.default_agent_command
             name = None if command else self.settings.default_agent
-        settings = self.settings
         if name:
-            chosen = preset(name)
-            return CommandAgent(chosen.templates, preset=chosen,
-                                env=agent_environment(settings.environ,
-                                                      (*chosen.env, *settings.agent_env)),
-                                sandbox=settings.sandbox,
-                                max_output_bytes=settings.max_output_bytes,
-                                max_log_bytes=settings.max_log_bytes,
-                                network=settings.network,
-                                home_seed=settings.agent_home_seed,
-                                prices=settings.agent_prices)
+            return agent_of(self.settings, preset=preset(name))
         if not command:
             raise DeterministicFailure(
                 f"run {run.id} has no agent command; give it one, then retry the run"
             )
-        return CommandAgent(command, env=agent_environment(settings.environ, settings.agent_env),
-                            sandbox=settings.sandbox, max_output_bytes=settings.max_output_bytes,
-                            max_log_bytes=settings.max_log_bytes, network=settings.network,
-                            home_seed=settings.agent_home_seed, prices=settings.agent_prices)
+        return agent_of(self.settings, command=command)

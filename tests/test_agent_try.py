@@ -58,30 +58,30 @@ def test_each_missing_piece_is_one_line_saying_what_to_do(tmp_path: Path) -> Non
     done = agent_try(tmp_path, mode=None, key=False)
     assert done.returncode == 2, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("MISSING  'gemini' is not on the agents' PATH: install it"
+    assert lines[0].startswith("FAIL  agent: 'gemini' is not on the agents' PATH: install it"
                                " (npm install -g @google/gemini-cli")
-    assert lines[1].startswith("MISSING  credentials: set GEMINI_API_KEY")
-    assert "ok       sandbox: bwrap" in lines
-    assert lines[-1] == "skipped  trial: fix what is missing first"
+    assert lines[1].startswith("FAIL  credentials: set GEMINI_API_KEY")
+    assert "ok    sandbox: bwrap starts processes here" in lines
+    assert lines[-1] == "skip  trial: fix what failed first"
 
 
 def test_the_cli_reaches_the_trial_model_through_the_proxy_without_the_real_key(
         tmp_path: Path) -> None:
     done = agent_try(tmp_path, mode="asked")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "ok       gemini is " in done.stdout and "(version 0.0.1-stub)" in done.stdout
-    assert ("ok       trial: gemini reached the trial model through the sandbox and the egress"
+    assert "ok    agent: gemini is " in done.stdout and "(version 0.0.1-stub)" in done.stdout
+    assert ("ok    trial: gemini reached the trial model through the sandbox and the egress"
             " proxy (1 request(s), gemini API) and exited 0") in done.stdout
 
 
 def test_a_cli_that_exits_without_asking_the_model_fails_the_trial(tmp_path: Path) -> None:
     done = agent_try(tmp_path, mode="silent")
     assert done.returncode == 2
-    assert "FAILED   trial: gemini exited 0 without asking the model" in done.stdout
+    assert "FAIL  trial: gemini exited 0 without asking the model" in done.stdout
 
 
 def test_a_cli_that_fails_is_reported_with_the_end_of_its_log(tmp_path: Path) -> None:
     done = agent_try(tmp_path, mode="refused")
     assert done.returncode == 2
     trial = done.stdout.splitlines()[-1]
-    assert trial.startswith("FAILED   trial: ") and "Invalid auth method selected." in trial
+    assert trial.startswith("FAIL  trial: ") and "Invalid auth method selected." in trial

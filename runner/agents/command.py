@@ -33,6 +33,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from string import Formatter
 from typing import Any
@@ -86,8 +87,29 @@ CLASSIFY_LOG_BYTES = 64 << 10
 IDLE_WALK_MIN = 0.1
 IDLE_WALK_MAX = 15.0
 
+# Seconds ``--version`` may take: a CLI that cannot print its version by then cannot run a step.
+VERSION_TIMEOUT_S = 30.0
+# How much of its first line is kept.
+VERSION_LINE_CHARS = 200
+
 # One argv element: literal text and placeholder names, in order.
 _Part = tuple[str, str | None]
+
+
+@dataclass(frozen=True)
+class ProgramVersion:
+    """What ``program --version`` did, started as a step starts its agent.
+
+    ``path`` is where the agents' PATH finds the program (None: nowhere, and nothing ran);
+    ``returncode`` is None when it did not start or did not finish (``timed_out``); ``line``
+    is the first line it printed, or why it could not start.
+    """
+
+    program: str
+    path: str | None
+    returncode: int | None
+    line: str
+    timed_out: bool = False
 
 
 def parse_template(template: str) -> tuple[tuple[_Part, ...], ...]:
@@ -217,6 +239,11 @@ class CommandAgent:
         self.install_hint = install_hint
         self.network = network or NetworkSettings()
         self.hosts = tuple(hosts)
+
+    @property
+    def program(self) -> str:
+        """The program its templates start (a preset's CLI, a template's first word)."""
+        return "".join(literal for literal, _ in parse_template(self.template_for("implement"))[0])
 
     def template_for(self, phase: str) -> str:
         """The template ``phase`` runs (a single template runs every phase)."""
@@ -423,11 +450,7 @@ class CommandAgent:
         task.output_dir.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             task.usage_file.unlink()  # an earlier run's report is not this one's
-        # The program itself stays visible even where the sandbox masks its folder (/tmp).
-        location = Path(program).absolute() if program else None
-        program_path = (location,) if location and self.sandbox.masks(location) else ()
-        # So do files the template names literally (a script after its interpreter).
-        program_path += _named_files(template, self.sandbox)
+        program_path = self._program_paths(program, template)
         # A read-only worktree is bound like the prompt: visible, though under Ratchet's home.
         tree = (task.worktree,)
         # The operator's shared folders (RATCHET_SANDBOX_RW) are for agents only.
@@ -467,6 +490,52 @@ class CommandAgent:
         assert proc.stdout is not None
         printed.follow(proc.stdout)
         return proc, printed
+
+    def _program_paths(self, program: str | None, template: str) -> tuple[Path, ...]:
+        """What of the program must be shown read-only inside the sandbox: the program itself
+        where the sandbox masks its folder (/tmp), and the files the template names literally
+        (a script after its interpreter)."""
+        location = Path(program).absolute() if program else None
+        shown = (location,) if location and self.sandbox.masks(location) else ()
+        return shown + _named_files(template, self.sandbox)
+
+    def version(self, scratch: Path, *, timeout: float = VERSION_TIMEOUT_S) -> ProgramVersion:
+        """Start the template's program with ``--version`` as a step starts its agent (its
+        environment and PATH, a fresh seeded home under ``scratch``, the sandbox, no network)
+        and say what happened: whether an agent can start here at all, before a run finds out.
+
+        Raises ``SandboxUnavailable`` when the sandbox cannot start processes here.
+        """
+        template = self.template_for("implement")
+        program = self.program
+        path = shutil.which(program, path=self._env.get("PATH"))
+        if path is None:
+            return ProgramVersion(program, None, None, "")
+        home = fresh_home(scratch, self.home_seed, host_home=Path.home())
+        try:
+            if self.preset is not None:
+                add_files(home, self.preset.home_files)
+            command = self.sandbox.command([program, "--version"], cwd=home, writable=(home,),
+                                           readable=self._program_paths(path, template))
+            env = {**self._env, "HOME": str(home), "TMPDIR": "/tmp"}
+            try:
+                proc = subprocess.Popen(command, cwd=home, env=env, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+            except OSError as exc:
+                return ProgramVersion(program, path, None, exc.strerror or str(exc))
+            try:
+                out, _ = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                stop_group(proc, grace=self.kill_grace)
+                proc.communicate()
+                return ProgramVersion(program, path, None, "", timed_out=True)
+            stop_group(proc, grace=self.kill_grace)  # what it left running
+        finally:
+            remove_home(home)
+        lines = out.decode("utf-8", "replace").strip().splitlines()
+        return ProgramVersion(program, path, proc.returncode,
+                              lines[0].strip()[:VERSION_LINE_CHARS] if lines else "")
 
     def _endpoint_args(self, network: Egress | None) -> list[str]:
         """The preset's options naming its model endpoint as the agent sees it: the proxy's
