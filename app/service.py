@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from app.doctor.checks import Role
+from app.doctor.startup import StartupChecks, check_at_start, check_public_url_later
 from app.github import webhook_config
 from app.metrics import registry_for
 from app.settings import Settings
@@ -36,7 +39,11 @@ GRACEFUL_SHUTDOWN_SECONDS = 5
 def create_app(store: Store, *, broker_ping: Callable[[], None] | None = None,
                lifespan: Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]
                | None = None, webhooks: WebhookReceiver | None = None,
-               dashboard: Dashboard | None = None) -> Starlette:
+               dashboard: Dashboard | None = None,
+               startup: StartupChecks | None = None) -> Starlette:
+    """The service's routes; ``startup``: what the checks at start found, which ``/readyz``
+    reports beside its live probes of the ledger and the broker (503 while a fatal one
+    stands)."""
     registry = registry_for(store)
 
     async def healthz(request: Request) -> PlainTextResponse:
@@ -54,7 +61,12 @@ def create_app(store: Store, *, broker_ping: Callable[[], None] | None = None,
             except Exception as exc:
                 checks[name] = f"unavailable: {exc}"
         ready = all(v in {"ok", "in-process"} for v in checks.values())
-        return JSONResponse(checks, status_code=200 if ready else 503)
+        body: dict[str, object] = dict(checks)
+        if startup is not None:
+            failing = startup.fatal()
+            body.update(checks=startup.summary(), failing=failing)
+            ready = ready and not failing
+        return JSONResponse(body, status_code=200 if ready else 503)
 
     async def list_runs(request: Request) -> JSONResponse:
         try:
@@ -97,6 +109,8 @@ def serve(settings: Settings, *, host: str, port: int) -> None:
 
     # Refuses an unprotected public address, and insecure switches off loopback.
     config = dashboard_config(settings, host=host, port=port)
+    startup = check_at_start(settings, Role.SERVE)
+    stopping = threading.Event()
     store = open_store(settings.ledger_url)
     wakeups = build_wakeups(settings, reaper=False)
     try:
@@ -117,9 +131,11 @@ def serve(settings: Settings, *, host: str, port: int) -> None:
                  "in-process worker" if worker else f"broker {settings.queue!r}")
         if config.link is not None:
             config.link.announce(config.link.url)
+        check_public_url_later(startup, settings, Role.SERVE, wait=stopping.wait)
         try:
             yield
         finally:
+            stopping.set()
             stop_reaper.set()
             if worker is not None:
                 wakeups.stop_sessions()
@@ -127,7 +143,7 @@ def serve(settings: Settings, *, host: str, port: int) -> None:
 
     receiver = WebhookReceiver(store, webhook_config(settings, store), wakeups.enqueue)
     app = create_app(store, broker_ping=_broker_ping(wakeups), lifespan=lifespan,
-                     webhooks=receiver, dashboard=dashboard)
+                     webhooks=receiver, dashboard=dashboard, startup=startup)
     try:
         # Forwarded headers are the dashboard's to trust (app/dashboard/proxies.py), never
         # uvicorn's (it believes any loopback peer).

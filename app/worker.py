@@ -14,6 +14,8 @@ from runner.ledger import open_store
 
 log = logging.getLogger(__name__)
 
+EXIT_NOT_READY = 1  # a check at start failed fatally: the worker would fail every run it took
+
 
 def build_wakeups(settings: Settings, *, reaper: bool) -> WakeUps:
     """The broker of RATCHET_BROKER_URL with the ``advance_run`` actor declared on it.
@@ -36,15 +38,25 @@ def build_wakeups(settings: Settings, *, reaper: bool) -> WakeUps:
 
 
 def run_worker(settings: Settings, *, processes: int, threads: int) -> int:
-    """Dramatiq's own worker CLI on the broker module ``app.tasks``."""
+    """Dramatiq's own worker CLI on the broker module ``app.tasks``, once the checks at start
+    (``app/doctor/startup.py``) found nothing fatal; each result is logged."""
     from dramatiq.cli import main as dramatiq_main
     from dramatiq.cli import make_argument_parser
+
+    # The checks (and the GitHub client they use) load only here: `run --detach` imports
+    # this module to enqueue.
+    from app.doctor.checks import Role
+    from app.doctor.startup import check_at_start
 
     if not settings.broker_url:
         raise SystemExit(
             "ratchet worker needs RATCHET_BROKER_URL (redis://... or amqp://...); without a"
             " broker, `ratchet serve` runs the in-process worker itself"
         )
+    if check_at_start(settings, Role.WORKER).fatal():
+        log.error("ratchet worker is not starting: a check above failed, and every run it took"
+                  " would fail; fix it (`ratchet doctor` checks again), then start the worker")
+        return EXIT_NOT_READY
     args = make_argument_parser().parse_args([
         "app.tasks:broker", "--processes", str(processes), "--threads", str(threads),
         "--queues", settings.queue, "--worker-shutdown-timeout",

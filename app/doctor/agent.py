@@ -46,14 +46,15 @@ def agent_findings(settings: EngineSettings, *, required: bool) -> list[Finding]
             agent = agent_of(settings, command=settings.default_agent_command)
         except ValueError as exc:
             return [fail(Check.AGENT, f"RATCHET_AGENT_COMMAND: {exc}")]
-        return [cli_finding(agent, settings), *seed_findings(settings),
+        return [cli_finding(agent, settings),
                 skip(Check.CREDENTIALS, "a command template names no credentials variable:"
-                                        " RATCHET_AGENT_ENV passes the ones it needs")]
+                                        " RATCHET_AGENT_ENV passes the ones it needs"),
+                *seed_findings(settings)]
     if settings.default_agent:
         chosen = preset(settings.default_agent)
         return [cli_finding(agent_of(settings, preset=chosen), settings, chosen=chosen),
                 credentials_finding(chosen, settings), *seed_findings(settings)]
-    text = ("none configured: set RATCHET_AGENT (a preset) or RATCHET_AGENT_COMMAND")
+    text = "none configured: set RATCHET_AGENT (a preset) or RATCHET_AGENT_COMMAND"
     if required:
         return [fail(Check.AGENT, text + "; runs from GitHub have no other agent")]
     return [warn(Check.AGENT, text + ", or give each `ratchet run` --agent or --agent-command")]

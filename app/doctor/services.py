@@ -6,10 +6,11 @@ broker's as scheme, host and port only.
 
 from __future__ import annotations
 
+import logging
 from urllib.parse import urlsplit
 
 from app.doctor.findings import Check, Finding, fail, ok
-from runner.errors import LedgerError
+from runner.errors import LedgerError, LedgerUnavailable
 from runner.ledger import open_store, sqlite_path
 
 # Seconds to connect to the broker and for its answer: a broker that slow serves no one.
@@ -24,10 +25,10 @@ def ledger_finding(url: str) -> Finding:
     try:
         store = open_store(url)
     except (LedgerError, OSError) as exc:
-        remedy = ("make its folder writable by this user or set RATCHET_STORE_URL"
-                  if path is not None else "start the server or fix RATCHET_STORE_URL")
-        return fail(Check.LEDGER, f"{what} cannot be used: {exc}"
-                                  + ("" if "RATCHET_STORE_URL" in str(exc) else f"; {remedy}"))
+        # The store's own messages say what to do, except where the file cannot be opened.
+        opening = isinstance(exc, OSError | LedgerUnavailable) and path is not None
+        remedy = "; make its folder writable by this user or set RATCHET_STORE_URL"
+        return fail(Check.LEDGER, f"{what} cannot be used: {exc}{remedy if opening else ''}")
     try:
         version = store.schema_version()
         where = str(path) if path is not None else getattr(store, "url", "")
@@ -52,8 +53,10 @@ def broker_finding(url: str | None) -> Finding:
         password = urlsplit(url).password
         if password:  # a client's message may quote the URL it was given
             said = said.replace(password, "***")
-        return fail(Check.BROKER, f"{where} does not answer ({type(exc).__name__}: {said}):"
-                                  " start it or fix RATCHET_BROKER_URL")
+        name = type(exc).__name__
+        said = said if said.startswith(name) else f"{name}: {said}"
+        return fail(Check.BROKER, f"{where} does not answer ({said}): start it or fix"
+                                  " RATCHET_BROKER_URL")
     return ok(Check.BROKER, f"{where} answers")
 
 
@@ -66,7 +69,14 @@ def _ping(url: str) -> None:
         parameters.socket_timeout = BROKER_TIMEOUT_S
         parameters.connection_attempts = 1
         parameters.blocked_connection_timeout = BROKER_TIMEOUT_S
-        pika.BlockingConnection(parameters).close()
+        # pika logs each failed attempt with a traceback; the finding says it in one line.
+        quiet = logging.getLogger("pika")
+        level = quiet.level
+        quiet.setLevel(logging.CRITICAL)
+        try:
+            pika.BlockingConnection(parameters).close()
+        finally:
+            quiet.setLevel(level)
         return
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise ValueError("unsupported scheme: use redis://, amqp://, or leave it unset")

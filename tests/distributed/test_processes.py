@@ -61,8 +61,11 @@ def test_serve_alone_runs_detached_runs(tmp_path):
     base = f"http://127.0.0.1:{port}"
     try:
         wait_http(f"{base}/healthz")
-        assert get(f"{base}/readyz") == (200, json.dumps(
-            {"ledger": "ok", "broker": "in-process"}, separators=(",", ":")))
+        status, ready = get(f"{base}/readyz")
+        assert status == 200, ready
+        ready = json.loads(ready)
+        assert (ready["ledger"], ready["broker"], ready["failing"]) == ("ok", "in-process", [])
+        assert (ready["checks"]["agent"], ready["checks"]["credentials"]) == ("ok", "skip")
         created = ratchet("run", "--repo", str(ratchet.repo), "--title", "Add calc",
                           "--detach", "--json")
         assert created.returncode == 0, created.stderr
