@@ -25,6 +25,7 @@ import errno
 import hashlib
 import logging
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -89,8 +90,9 @@ IDLE_WALK_MAX = 15.0
 
 # Seconds ``--version`` may take: a CLI that cannot print its version by then cannot run a step.
 VERSION_TIMEOUT_S = 30.0
-# How much of its first line is kept.
+# How much of its version line is kept, and what a version looks like in it.
 VERSION_LINE_CHARS = 200
+_VERSION = re.compile(r"\d+\.\d+")
 
 # One argv element: literal text and placeholder names, in order.
 _Part = tuple[str, str | None]
@@ -102,7 +104,8 @@ class ProgramVersion:
 
     ``path`` is where the agents' PATH finds the program (None: nowhere, and nothing ran);
     ``returncode`` is None when it did not start or did not finish (``timed_out``); ``line``
-    is the first line it printed, or why it could not start.
+    is its version line (the first with a dotted number, else the first it printed), or why
+    it could not start.
     """
 
     program: str
@@ -533,9 +536,12 @@ class CommandAgent:
             stop_group(proc, grace=self.kill_grace)  # what it left running
         finally:
             remove_home(home)
-        lines = out.decode("utf-8", "replace").strip().splitlines()
-        return ProgramVersion(program, path, proc.returncode,
-                              lines[0].strip()[:VERSION_LINE_CHARS] if lines else "")
+        lines = [line.strip() for line in out.decode("utf-8", "replace").splitlines()
+                 if line.strip()]
+        # Its version, not a notice printed beside it on stderr (Copilot's "Package
+        # extraction took 13091ms" in a fresh home): the first line with a dotted number.
+        line = next((line for line in lines if _VERSION.search(line)), lines[0] if lines else "")
+        return ProgramVersion(program, path, proc.returncode, line[:VERSION_LINE_CHARS])
 
     def _endpoint_args(self, network: Egress | None) -> list[str]:
         """The preset's options naming its model endpoint as the agent sees it: the proxy's

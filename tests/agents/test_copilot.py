@@ -74,7 +74,7 @@ def test_agent_try_runs_copilot_against_the_trial_model(agent_ratchet: MakeRatch
     done = ratchet("agent", "try", "--agent", "copilot", timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "GitHub Copilot CLI 1.0.102" in done.stdout
-    assert "ok       trial: copilot reached the trial model" in done.stdout
+    assert "ok    trial: copilot reached the trial model" in done.stdout
     assert not model.requests
 
 

@@ -82,7 +82,7 @@ def test_agent_try_runs_gemini_against_the_trial_model(agent_ratchet: MakeRatche
     done = ratchet("agent", "try", "--agent", "gemini", timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "(version 0.61.0)" in done.stdout
-    assert "ok       trial: gemini reached the trial model" in done.stdout
+    assert "ok    trial: gemini reached the trial model" in done.stdout
     assert not model.requests  # the trial never reaches the configured endpoint
 
 
