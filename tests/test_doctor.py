@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +20,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.fakes.fakegithub import FakeGitHub
+from tests.services import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 APP_ID, SLUG = 4242, "ratchet-doctor"
@@ -33,12 +33,6 @@ if sys.argv[1:] != ["--version"]:
     sys.exit(3)
 print("0.0.1-stub")
 """
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def make_key() -> bytes:
@@ -111,13 +105,18 @@ def stub_folder(root: Path, *, interpreter: str = sys.executable) -> Path:
     return folder
 
 
-def doctor(tmp_path: Path, env: dict[str, str], *args: str) -> Doctor:
+def environ(tmp_path: Path, env: dict[str, str]) -> dict[str, str]:
+    """This process's environment without Ratchet's settings or model keys, a home under
+    ``tmp_path``, the system's PATH, then ``env``."""
     base = {name: value for name, value in os.environ.items()
             if not name.startswith("RATCHET_") and not name.endswith(("_API_KEY", "_BASE_URL"))}
-    base.update(RATCHET_HOME=str(tmp_path / "home"), PATH="/usr/bin:/bin")
+    return {**base, "RATCHET_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", **env}
+
+
+def doctor(tmp_path: Path, env: dict[str, str], *args: str) -> Doctor:
     done = subprocess.run([sys.executable, "-m", "app.cli", "doctor", *args],
-                          env={**base, **env}, capture_output=True, text=True, timeout=240,
-                          check=False, cwd=ROOT)
+                          env=environ(tmp_path, env), capture_output=True, text=True,
+                          timeout=240, check=False, cwd=ROOT)
     return Doctor(done.returncode, done.stdout, done.stderr)
 
 

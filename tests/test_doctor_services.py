@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tests.test_doctor import ROOT, doctor, free_port
+from tests.services import free_port
+from tests.test_doctor import ROOT, doctor, environ
 
 
 def test_a_reachable_postgresql_and_redis_hold(tmp_path: Path, postgres_url: str,
@@ -38,10 +39,8 @@ def test_an_unreachable_postgresql_fails(tmp_path: Path, postgres_url: str) -> N
 
 def test_a_worker_whose_agent_cannot_start_does_not_start(tmp_path: Path,
                                                           redis_url: str) -> None:
-    env = {name: value for name, value in os.environ.items()
-           if not name.startswith("RATCHET_") and not name.endswith("_API_KEY")}
-    env.update(RATCHET_HOME=str(tmp_path / "home"), PATH="/usr/bin:/bin", RATCHET_AGENT="gemini",
-               RATCHET_BROKER_URL=redis_url, RATCHET_QUEUE=f"doctor-{os.getpid()}")
+    env = environ(tmp_path, {"RATCHET_AGENT": "gemini", "RATCHET_BROKER_URL": redis_url,
+                             "RATCHET_QUEUE": f"doctor-{os.getpid()}"})
     done = subprocess.run([sys.executable, "-m", "app.cli", "worker"], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 1

@@ -15,20 +15,18 @@ from pathlib import Path
 import httpx
 
 from app.doctor.findings import REMEDIES, Check
-from tests.test_doctor import KEY_VALUE, free_port, stub_folder
+from tests.services import free_port
+from tests.test_doctor import KEY_VALUE, environ, stub_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 AFTER = " (the service's log and `ratchet doctor` name the cause)"
 
 
 def serve(tmp_path: Path, env: dict[str, str], port: int) -> subprocess.Popen[str]:
-    base = {name: value for name, value in os.environ.items()
-            if not name.startswith("RATCHET_") and not name.endswith(("_API_KEY", "_BASE_URL"))}
-    base.update(RATCHET_HOME=str(tmp_path / "home"), PATH="/usr/bin:/bin",
-                RATCHET_AGENT="gemini")
     return subprocess.Popen([sys.executable, "-m", "app.cli", "-v", "serve", "--port", str(port)],
-                            env={**base, **env}, cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            env=environ(tmp_path, {"RATCHET_AGENT": "gemini", **env}), cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
 
 
 def readyz(proc: subprocess.Popen[str], port: int, *, settled: bool = False
