@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 
 from verification.tree import SKIPPED_DIRS
 
+# Where GitHub reads workflows (files directly in it).
+WORKFLOWS_FOLDER = ".github/workflows"
+
 # Manifest file names that make their folder a workspace candidate.
 PYTHON_MANIFESTS = frozenset({"pyproject.toml", "setup.cfg", "setup.py"})
 MANIFESTS = PYTHON_MANIFESTS | {"package.json", "go.mod", "Cargo.toml"}
@@ -48,10 +51,12 @@ _PYTHON_TEST = re.compile(r"(?:test_.*|.*_test)\.py\Z")
 
 @dataclass
 class RepoIndex:
-    """The watched files of a tree, by folder ("." is the root), and its Python test files."""
+    """The watched files of a tree, by folder ("." is the root), its Python test files and
+    its workflow files."""
 
     names: dict[str, set[str]] = field(default_factory=dict)
     python_tests: list[str] = field(default_factory=list)
+    workflows: list[str] = field(default_factory=list)  # files in .github/workflows
 
     @classmethod
     def from_paths(cls, paths: Iterable[str]) -> RepoIndex:
@@ -67,6 +72,8 @@ class RepoIndex:
             folder, _, name = path.rpartition("/")
             watched = name in WATCHED_NAMES or name.startswith(WATCHED_PREFIXES)
             if not watched and not (name.endswith(".py") and _PYTHON_TEST.match(name)):
+                if folder == WORKFLOWS_FOLDER:
+                    index.workflows.append(path)
                 continue
             hidden = skipped.get(folder)
             if hidden is None:

@@ -1,9 +1,9 @@
 """The plan as data: checks, workspaces with their setup, canonical JSON and its sha256.
 
 Pure. The JSON is canonical (sorted keys, no insignificant whitespace, ASCII), so the same plan
-always has the same hash. Fields added after the first version (`locations`, `unverified`, a
-workspace's `uses`, a check's `needs` and `writes`) appear only when set: a plan that does not
-need them keeps the hash it always had.
+always has the same hash. Fields added after the first version (`locations`, `unverified`,
+`unverified_steps`, a workspace's `uses`, a check's `needs` and `writes`) appear only when
+set: a plan that does not need them keeps the hash it always had.
 
 The checks form a graph: a check's `needs` are the setups (install roots' and its own
 workspace's) and the checks (a dependency's build) that must pass before it starts, and its
@@ -70,9 +70,22 @@ class PlannedWorkspace:
 
 
 @dataclass(frozen=True)
+class UnverifiedStep:
+    """A step of the repository's CI that the plan does not run, and why (an action, secrets,
+    a container, a release...). `step` is empty for a whole job, `job` too for a workflow
+    file planning could not read."""
+
+    workflow: str
+    job: str
+    step: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Plan:
     """Workspaces and checks to run, how many checks may run at once, and the changed files
-    that no check covers (`unverified`, shown names)."""
+    that no check covers (`unverified`, shown names), and the CI steps it leaves out
+    (`unverified_steps`)."""
 
     workspaces: tuple[PlannedWorkspace, ...]
     checks: tuple[PlannedCheck, ...]
@@ -81,6 +94,7 @@ class Plan:
     # percent-encoded). Everywhere else the plan holds the shown name (bytes as \xNN).
     locations: tuple[tuple[str, str], ...] = ()
     unverified: tuple[str, ...] = ()
+    unverified_steps: tuple[UnverifiedStep, ...] = ()
 
     def folder(self, workspace: str) -> str:
         """The real folder of a workspace, relative to the root (``os.fsdecode`` form)."""
@@ -109,6 +123,10 @@ class Plan:
             extra["locations"] = [list(pair) for pair in self.locations]
         if self.unverified:
             extra["unverified"] = list(self.unverified)
+        if self.unverified_steps:
+            extra["unverified_steps"] = [
+                {"workflow": s.workflow, "job": s.job, "step": s.step, "reason": s.reason}
+                for s in self.unverified_steps]
         return {
             **extra,
             "concurrency": self.concurrency,
@@ -160,6 +178,9 @@ class Plan:
             concurrency=None if data["concurrency"] is None else int(data["concurrency"]),
             locations=tuple((shown, encoded) for shown, encoded in data.get("locations", ())),
             unverified=tuple(data.get("unverified", ())),
+            unverified_steps=tuple(
+                UnverifiedStep(s["workflow"], s["job"], s["step"], s["reason"])
+                for s in data.get("unverified_steps", ())),
         )
 
     @classmethod
@@ -204,6 +225,7 @@ def shown(plan: Plan) -> Plan:
         tuple(sorted((shown, quote_from_bytes(os.fsencode(real), safe=""))
                      for real, shown in renamed.items())),
         unverified,
+        plan.unverified_steps,
     )
 
 

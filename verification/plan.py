@@ -37,12 +37,14 @@ from posixpath import basename, normpath
 
 from plumbing.files import printable_path
 from verification.checks import DetectedCheck
+from verification.ci import CiCheck, CiJob, CiPlan, read_ci
+from verification.ci_cover import covering, duplicated_by
 from verification.config import CheckConfig, VerifyConfig, WorkspaceConfig
 from verification.explain import Explanation, FileCoverage
 from verification.graph import DependencyGraph, build_graph
-from verification.index import RepoIndex, shapes_plan
+from verification.index import RepoIndex, join, shapes_plan
 from verification.manifests import Manifests
-from verification.model import Plan, PlannedCheck, PlannedWorkspace, shown
+from verification.model import Plan, PlannedCheck, PlannedWorkspace, UnverifiedStep, shown
 from verification.node_runner import loads_build_output
 from verification.runners import Runners
 from verification.select import (
@@ -54,6 +56,7 @@ from verification.select import (
     select,
 )
 from verification.tree import Tree, read_texts
+from verification.workflows import Workflows, is_workflow_file, read_workflows
 from verification.workspaces import Ecosystem, Layout, declared_names, find_layout
 
 __all__ = [
@@ -99,17 +102,40 @@ def plan_change(
 ) -> PlanResult:
     """`build_plan`, with the explanation `ratchet verify --explain` prints."""
     changed = sorted({normpath(path.strip()) for path in changed_files if path.strip()})
-    planned = _plan_tree(changed, tree, config, base=base)
+    index = RepoIndex.from_paths(tree.paths())
+    manifests = Manifests(tree)
+    workflows = _base_workflows(index, manifests, changed, base)
+    planned = _plan_tree(changed, tree, config, base=base, workflows=workflows, index=index,
+                         manifests=manifests)
     if base is None or not any(shapes_plan(path) for path in changed):
         return planned  # the base lays out and plans the same
-    floor = _plan_tree(changed, _BaseManifests(base, tree), config, base=base)
+    floor = _plan_tree(changed, _BaseManifests(base, tree), config, base=base,
+                       workflows=workflows)
     return _with_floor(floor, planned, _folders(tree))
 
 
-def _plan_tree(changed: list[str], tree: Tree, config: VerifyConfig, *,
-               base: Tree | None) -> PlanResult:
-    index = RepoIndex.from_paths(tree.paths())
-    manifests = Manifests(tree)
+def _base_workflows(index: RepoIndex, manifests: Manifests, changed: list[str],
+                    base: Tree | None) -> Workflows:
+    """The base revision's workflows: a change cannot choose its own checks. A workflow file
+    the change does not touch is the same in both trees, so it is read with the manifests,
+    in one batch; one the change touches is read from the base (absent there: none)."""
+    touched = {path for path in changed if is_workflow_file(path)}
+    kept = [path for path in index.workflows if is_workflow_file(path) and (
+        base is None or path not in touched)]
+    manifests.prefetch([*(join(folder, name) for folder, names in index.manifests().items()
+                          for name in names), *kept])
+    texts = {path: manifests.text(path) for path in kept}
+    if base is not None and touched:
+        texts.update({path: text for path, text in read_texts(base, sorted(touched)).items()
+                      if text is not None})
+    return read_workflows(texts)
+
+
+def _plan_tree(changed: list[str], tree: Tree, config: VerifyConfig, *, base: Tree | None,
+               workflows: Workflows, index: RepoIndex | None = None,
+               manifests: Manifests | None = None) -> PlanResult:
+    index = index or RepoIndex.from_paths(tree.paths())
+    manifests = manifests or Manifests(tree)
     configured = _configured_workspaces(config)
     layout = find_layout(index, manifests, configured=configured)
     needs_graph = not all(is_global_file(p) or is_documentation(p) or runs_of(p) is not None
@@ -119,6 +145,10 @@ def _plan_tree(changed: list[str], tree: Tree, config: VerifyConfig, *,
     assembly = _Assembly(layout, Runners(layout, index, manifests), configured, config)
     assembly.add_selected(selection)
     assembly.add_root_runners(selection)
+    verifying = [path for path, status in selection.files.items()
+                 if status.kind not in ("ignored", "documentation")]
+    folders = _Folders(tree)
+    assembly.add_ci(read_ci(workflows, verifying, folders), selection)
     if assembly.checks:
         assembly.add_needs(graph or build_graph(layout, manifests))
     plan, reasons = assembly.finish(selection)
@@ -180,7 +210,9 @@ def _with_floor(floor: PlanResult, change: PlanResult, present: set[str]) -> Pla
                   for coverage in change.explanation.files)
     locations = tuple(sorted({*floor.plan.locations, *change.plan.locations}))
     unverified = tuple(printable_path(c.path) for c in files if c.unverified)
-    plan = Plan(workspaces, _within(checks), change.plan.concurrency, locations, unverified)
+    steps = tuple(dict.fromkeys((*floor.plan.unverified_steps, *change.plan.unverified_steps)))
+    plan = Plan(workspaces, _within(checks), change.plan.concurrency, locations, unverified,
+                steps)
     skipped = {**floor.explanation.skipped, **change.explanation.skipped}
     names = {**floor.explanation.names, **change.explanation.names}
     return PlanResult(plan, Explanation(plan, reasons, files, skipped, names))
@@ -211,6 +243,21 @@ def _merge_workspaces(floor: Plan, change: Plan, present: set[str],
     )
 
 
+class _Folders:
+    """The folders of a tree, listed the first time a CI step names a working directory."""
+
+    def __init__(self, tree: Tree) -> None:
+        self.tree = tree
+        self._found: set[str] | None = None
+
+    def __contains__(self, folder: object) -> bool:
+        if folder == ".":
+            return True
+        if self._found is None:
+            self._found = _folders(self.tree)
+        return folder in self._found
+
+
 def _folders(tree: Tree) -> set[str]:
     """Every folder holding a file of `tree`, at any depth ("." included)."""
     found = {"."}
@@ -234,6 +281,8 @@ class _Assembly:
         self.checks: dict[str, list[tuple[PlannedCheck, DetectedCheck | None]]] = {}
         self.reasons: dict[str, dict[str, tuple[str, ...]]] = {}
         self.needs: dict[str, tuple[str, ...]] = {}  # check key -> keys of the checks it needs
+        self.ci: dict[str, tuple[CiCheck, CiJob]] = {}  # check key -> its CI step and job
+        self.unverified_steps: list[UnverifiedStep] = []
 
     def add_selected(self, selection: Selection) -> None:
         everything = bool(selection.global_files)
@@ -281,6 +330,46 @@ class _Assembly:
                             covered = _concerning(because, detected, selection)
                             self._add(check, detected, {f: (*s, step) for f, s in covered.items()})
 
+    def add_ci(self, ci: CiPlan, selection: Selection) -> None:
+        """The checks of the CI jobs the change triggers, for the files each covers
+        (`ci_cover.covering`), with the earlier checks of their jobs and of the jobs they
+        need (CI runs them first); the CI steps they skip are listed. A CI check in a folder
+        `.github/ratchet.yml` configures is not planned: the configured checks win."""
+        self.unverified_steps += ci.problems
+        timeout = float(self.config.timeout)
+        by_id: dict[str, str] = {}
+        for job in ci.jobs:
+            concerned = not job.checks
+            for ci_check in job.checks:
+                owner = self.layout.folder_owner(ci_check.folder)
+                if ci_check.folder in self.configured or owner in self.configured:
+                    continue
+                check = PlannedCheck(ci_check.key, ci_check.folder, ci_check.kind,
+                                     ci_check.command, timeout, None)
+                by_id[ci_check.key] = check.key
+                self.ci[check.key] = (ci_check, job)
+                because = covering(job, ci_check, selection, self.layout)
+                concerned = concerned or bool(because)
+                self._add(check, None, because)
+            if concerned:
+                self.unverified_steps += job.unverified
+        pending = [key for key in self.ci if key in self.reasons]
+        while pending:
+            key = pending.pop()
+            ci_check, _ = self.ci[key]
+            self.needs[key] = tuple(by_id[a] for a in ci_check.after if a in by_id)
+            for need in self.needs[key]:
+                if need not in self.reasons:
+                    step = f"{key} runs after it in CI"
+                    because = {f: (*s, step) for f, s in self.reasons[key].items()}
+                    self._add(PlannedCheck(*self._ci_check(need)), None, because)
+                    pending.append(need)
+
+    def _ci_check(self, key: str) -> tuple[str, str, str, str, float, None]:
+        ci_check, _ = self.ci[key]
+        return (ci_check.key, ci_check.folder, ci_check.kind, ci_check.command,
+                float(self.config.timeout), None)
+
     def add_needs(self, graph: DependencyGraph) -> None:
         """What each check needs first, and the checks it needs that were not selected (a
         dependency's build, a configured check named in `needs`), planned with the reasons
@@ -291,7 +380,7 @@ class _Assembly:
         pending = deque(check for entries in self.checks.values() for check, _ in entries)
         while pending:
             check = pending.popleft()
-            if check.key in self.needs:
+            if check.key in self.needs or check.key in self.ci:
                 continue
             if check.workspace in self.configured:
                 wanted = configured.get(check.key, [])
@@ -335,6 +424,8 @@ class _Assembly:
                     None)
 
     def finish(self, selection: Selection) -> tuple[Plan, dict[str, dict[str, tuple[str, ...]]]]:
+        self._drop_duplicates()
+        installs = self._ci_installs()
         planned: list[PlannedCheck] = []
         setups: dict[str, list[str]] = {}
         uses: dict[str, set[str]] = {}
@@ -347,7 +438,7 @@ class _Assembly:
             setups.setdefault(workspace, [])
             for ecosystem in sorted({d.ecosystem for _, d in entries if d is not None}):
                 root = self.layout.install_root(workspace, ecosystem)
-                command = self.runners.install(root, ecosystem)
+                command = installs.get((root, ecosystem), self.runners.install(root, ecosystem))
                 if command is None:
                     continue
                 commands = setups.setdefault(root, [])
@@ -355,6 +446,11 @@ class _Assembly:
                     commands.append(command)
                 if root != workspace:
                     uses.setdefault(workspace, set()).add(root)
+        for key in self.reasons.keys() & self.ci.keys():
+            for folder in self.ci[key][0].setups:
+                commands = setups.setdefault(folder, [])
+                commands += [c for (f, _), c in installs.items()
+                             if f == folder and c not in commands]
         workspaces = tuple(
             PlannedWorkspace(path, tuple(setups[path]), tuple(sorted(uses.get(path, ()))))
             for path in sorted(setups)
@@ -362,8 +458,7 @@ class _Assembly:
         )
         planned = [
             replace(check, needs=self.needs.get(check.key, ()),
-                    setups=tuple(w for w in (*sorted(uses.get(check.workspace, ())),
-                                             check.workspace) if setups.get(w)),
+                    setups=self._setups(check, uses, setups),
                     writes=(check.workspace,) if check.kind == "build" else ())
             for check in planned
         ]
@@ -375,7 +470,58 @@ class _Assembly:
         )
         # Explained under the names the plan shows (bytes that are not UTF-8 as \xNN).
         reasons = {printable_path(key): because for key, because in self.reasons.items()}
-        return shown(Plan(plan.workspaces, plan.checks, plan.concurrency, (), unverified)), reasons
+        steps = tuple(dict.fromkeys(self.unverified_steps))
+        return shown(Plan(plan.workspaces, plan.checks, plan.concurrency, (), unverified,
+                          steps)), reasons
+
+    def _setups(self, check: PlannedCheck, uses: dict[str, set[str]],
+                setups: dict[str, list[str]]) -> tuple[str, ...]:
+        """The setups a check waits for: a CI check its job's installs, a detected one its
+        install root's and its own workspace's."""
+        if check.key in self.ci:
+            return tuple(f for f in self.ci[check.key][0].setups if setups.get(f))
+        return tuple(w for w in (*sorted(uses.get(check.workspace, ())), check.workspace)
+                     if setups.get(w))
+
+    def _drop_duplicates(self) -> None:
+        """Leave out each detected check a planned CI check runs already (`duplicated_by`):
+        its files are the CI check's to cover, and what needed it needs the CI check."""
+        ci_checks = [self.ci[key][0] for key in self.ci if key in self.reasons]
+        if not ci_checks:
+            return
+        plan_keys = {c.key: key for key, (c, _) in self.ci.items()}
+        replaced: dict[str, str] = {}
+        for workspace, entries in self.checks.items():
+            for check, detected in entries:
+                if detected is None or check.key in self.ci:
+                    continue
+                twin = duplicated_by(workspace, check.command, detected, ci_checks, self.layout)
+                if twin is None:
+                    continue
+                replaced[check.key] = plan_keys[twin.key]
+                step = f"the CI step {twin.step!r} runs what {check.key} would"
+                known = self.reasons[plan_keys[twin.key]]
+                for file, steps in self.reasons.pop(check.key).items():
+                    known.setdefault(file, (*steps, step))
+        if not replaced:
+            return
+        for workspace in list(self.checks):
+            self.checks[workspace] = [(c, d) for c, d in self.checks[workspace]
+                                      if c.key not in replaced]
+            if not self.checks[workspace]:
+                del self.checks[workspace]
+        self.needs = {key: tuple(dict.fromkeys(replaced.get(n, n) for n in needs))
+                      for key, needs in self.needs.items() if key not in replaced}
+
+    def _ci_installs(self) -> dict[tuple[str, Ecosystem | None], str]:
+        """The installs of the jobs of planned CI checks, per folder and ecosystem: the first
+        in CI order. They replace the detected install of that ecosystem there."""
+        found: dict[tuple[str, Ecosystem | None], str] = {}
+        for key, (_, job) in self.ci.items():
+            if key in self.reasons:
+                for install in job.installs:
+                    found.setdefault((install.folder, install.ecosystem), install.command)
+        return found
 
     def _workspace_checks(self, workspace: str) -> list[tuple[PlannedCheck, DetectedCheck | None]]:
         if workspace in self.configured:

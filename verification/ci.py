@@ -1,0 +1,542 @@
+"""Which of the base's CI jobs a change triggers, and what their steps become.
+
+Pure. `read_ci` takes the base's workflows (`workflows.py`) and the changed files that need
+verifying, and follows GitHub's rules:
+
+- **Trigger**: a workflow runs for the change on `pull_request` (or `pull_request_target`)
+  when it has one (with `types` including opened, synchronize or reopened), else on `push`
+  (not for a push filtered to tags only), else on `merge_group`; its `paths` / `paths-ignore`
+  of that event must admit at least one changed file (`filter_patterns`). Branch filters are
+  not evaluated: the change is taken to target a branch CI runs on. Jobs of a workflow only
+  called (`workflow_call`) run through their caller's job (`uses: ./.github/workflows/...`),
+  with the inputs it passes over the called workflow's defaults.
+- **Jobs**: `needs` order them; a job's `if:` is evaluated (`expressions`) when it depends
+  only on what planning knows (the event, inputs, `runner.os`, a `dorny/paths-filter`
+  step's filters written inline), else the job runs and its checks say so. A job needing a
+  job that does not run does not run. One combination of its matrix is planned: the first,
+  in GitHub's order, whose `runs-on` is not Windows or macOS.
+- **Steps**, in order: toolchain actions and host preparation are not checks; installs are
+  its folder's setup; every other `run:` step is a check in its working directory. What
+  cannot run in the sandbox or is no verification becomes a `UnverifiedStep` with its reason:
+  another action, a job with `services` or a `container`, a job on Windows or macOS only, a
+  reusable workflow of another repository, a step needing secrets or another unknown
+  expression, a shell other than bash or sh, a working directory outside the repository,
+  publishing or deploying, rewriting files (`--fix`), `continue-on-error`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from posixpath import normpath
+from typing import Any
+
+from verification.ci_steps import (
+    command_line,
+    ecosystems_of,
+    install_ecosystem,
+    kind_of,
+    role,
+    shell_of,
+)
+from verification.config import ConfigError
+from verification.expressions import (
+    Partial,
+    Unknown,
+    Value,
+    evaluate,
+    evaluate_condition,
+    interpolate,
+    to_text,
+    truthy,
+)
+from verification.filter_patterns import admits
+from verification.globs import compile_glob
+from verification.manifests import mapping
+from verification.model import UnverifiedStep
+from verification.workflows import (
+    EventFilter,
+    Job,
+    Step,
+    Workflow,
+    Workflows,
+    combinations,
+    matrix_problem,
+)
+from verification.workspaces import Ecosystem
+from verification.yaml_events import load_yaml
+
+# Events a change triggers, in the order a workflow's are tried.
+PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
+CHANGE_EVENTS = (*PULL_REQUEST_EVENTS, "push", "merge_group")
+# Activity types of a pull request that a new change triggers (GitHub's defaults).
+CHANGE_TYPES = frozenset({"opened", "synchronize", "reopened"})
+# Reusable workflows called through reusable workflows, at most (GitHub allows 10 levels).
+MAX_CALL_DEPTH = 10
+# Actions that prepare the runner (a toolchain, a cache, the checkout): not checks.
+TOOLCHAIN_ACTIONS = frozenset({
+    "actions/checkout", "actions/cache", "actions/cache/restore", "pnpm/action-setup",
+    "astral-sh/setup-uv", "dtolnay/rust-toolchain", "actions-rs/toolchain",
+    "swatinem/rust-cache", "moonrepo/setup-rust", "taiki-e/install-action",
+    "jlumbroso/free-disk-space", "denoland/setup-deno", "oven-sh/setup-bun",
+    "mozilla-actions/sccache-action", "arduino/setup-protoc", "bufbuild/buf-setup-action",
+    "extractions/setup-just", "jdx/mise-action", "ruby/setup-ruby", "gradle/actions/setup-gradle",
+})  # fmt: skip
+# Actions that compute which files changed: evaluated when their filters are inline.
+PATHS_FILTER_ACTIONS = frozenset({"dorny/paths-filter"})
+_SETUP_ACTION = re.compile(r"^[^/]+/setup-[^/@]+$")
+_NOT_LINUX = re.compile(r"windows|macos|\bmac\b|osx", re.IGNORECASE)
+_SECRETS = re.compile(r"\bsecrets\.")
+
+
+@dataclass(frozen=True)
+class CiCheck:
+    """A `run:` step that becomes a check: where it runs, what, and where it comes from.
+
+    `script` is the step's script with its expressions substituted (what dedup compares);
+    `command` adds the step's environment and shell. `setups` are the folders whose setup
+    (its job's installs) runs first; `after` the keys of the checks it needs (the previous
+    check of its job, or the last checks of the jobs its job needs)."""
+
+    key: str  # unique per plan: workflow stem, job key, step
+    folder: str
+    kind: str
+    command: str
+    script: str
+    ecosystems: frozenset[Ecosystem]
+    workflow: str
+    job: str
+    step: str
+    setups: tuple[str, ...]
+    after: tuple[str, ...]
+    notes: tuple[str, ...]  # why it runs although an `if:` could not be evaluated
+
+
+@dataclass(frozen=True)
+class CiInstall:
+    """An install step: the setup of `folder` for `ecosystem`, with CI's flags."""
+
+    folder: str
+    ecosystem: Ecosystem | None
+    command: str
+
+
+@dataclass
+class CiJob:
+    """A job the change triggers, what its steps became, and what it skipped."""
+
+    workflow: str  # the file of the triggered workflow (the caller's, for a called one)
+    key: str  # the job's id, `caller/called` for a reusable workflow's job
+    explicit: bool  # its workflow's `paths` name the files it covers
+    admitted: frozenset[str]  # the changed files its workflow's filters admit
+    event: str
+    checks: list[CiCheck] = field(default_factory=list)
+    installs: list[CiInstall] = field(default_factory=list)
+    unverified: list[UnverifiedStep] = field(default_factory=list)
+
+
+@dataclass
+class CiPlan:
+    """The triggered jobs in order, and the workflows that could not be read."""
+
+    jobs: list[CiJob] = field(default_factory=list)
+    problems: list[UnverifiedStep] = field(default_factory=list)
+
+
+def read_ci(workflows: Workflows, changed: Sequence[str], folders: set[str]) -> CiPlan:
+    """The jobs `changed` triggers (see the module docstring); `folders` are the tree's
+    folders, so a working directory that does not exist is named."""
+    plan = CiPlan(problems=[UnverifiedStep(p.path, "", "", p.reason) for p in workflows.problems])
+    for path, workflow in sorted(workflows.by_path.items()):
+        event = _trigger(workflow)
+        if event is None:
+            continue
+        filtered = [f for f in changed if _admitted(event, f)]
+        if not filtered:
+            continue
+        reader = _WorkflowReader(workflows, path, event, frozenset(filtered), folders,
+                                 changed)
+        plan.jobs += reader.read(workflow, {}, prefix="", depth=0, outer_needs=())
+    return plan
+
+
+def _trigger(workflow: Workflow) -> EventFilter | None:
+    for name in CHANGE_EVENTS:
+        event = workflow.events.get(name)
+        if event is None:
+            continue
+        if name in PULL_REQUEST_EVENTS and event.types is not None \
+                and not CHANGE_TYPES & set(event.types):
+            continue
+        if name == "push" and event.branches is None and event.branches_ignore is None and (
+                event.tags is not None or event.tags_ignore is not None):
+            continue  # a push of tags only (a release)
+        return event
+    return None
+
+
+def _admitted(event: EventFilter, path: str) -> bool:
+    if event.paths is not None:
+        return admits(event.paths, path)
+    if event.paths_ignore is not None:
+        return not admits(event.paths_ignore, path)
+    return True
+
+
+class _WorkflowReader:
+    """Reads the jobs of one triggered workflow (and of the workflows it calls)."""
+
+    def __init__(self, workflows: Workflows, path: str, event: EventFilter,
+                 admitted: frozenset[str], folders: set[str], changed: Sequence[str]) -> None:
+        self.workflows = workflows
+        self.path = path
+        self.event = event
+        self.admitted = admitted
+        self.folders = folders
+        self.changed = changed
+        self.stem = path.rpartition("/")[2].rsplit(".", 1)[0]
+
+    def read(self, workflow: Workflow, inputs: Mapping[str, Value], *, prefix: str,
+             depth: int, outer_needs: tuple[str, ...]) -> list[CiJob]:
+        """The jobs of `workflow` in `needs` order; `outer_needs` are what its caller job
+        needs (job keys)."""
+        read: list[CiJob] = []
+        state: dict[str, _JobState] = {}  # job id -> what dependants learn from it
+        for job in _in_order(workflow.jobs):
+            key = f"{prefix}{job.id}"
+            needs = tuple(n for n in job.needs if n in state)
+            ran = [state[n] for n in needs]
+            if any(not s.ran for s in ran) and "always()" not in str(job.condition or ""):
+                state[job.id] = _JobState(False, (), {})
+                continue
+            contexts = self._contexts(inputs, {n: state[n].outputs for n in needs})
+            condition = evaluate_condition(job.condition, contexts)
+            if condition is not True and not isinstance(condition, Unknown):
+                state[job.id] = _JobState(False, (), {})
+                continue
+            notes = (f"job {key}: its if ({_shown(job.condition)}) needs {condition.what}: "
+                     "planned as if true",) if isinstance(condition, Unknown) else ()
+            after = tuple(k for s in ran for k in s.last) or (outer_needs if not needs else ())
+            if job.uses is not None:
+                called = self._call(job, key, contexts, depth, after)
+                read += called
+                last = tuple(c.checks[-1].key for c in called if c.checks) or after
+                state[job.id] = _JobState(True, last, {})
+                continue
+            entry, outputs = self._job(workflow, job, key, contexts, notes, after)
+            read.append(entry)
+            last = (entry.checks[-1].key,) if entry.checks else after
+            state[job.id] = _JobState(True, last, outputs)
+        return read
+
+    def _contexts(self, inputs: Mapping[str, Value],
+                  needs: Mapping[str, Mapping[str, Value]]) -> dict[str, Value]:
+        return {
+            "github": Partial({"event_name": self.event.name}),
+            "runner": Partial({"os": "Linux", "arch": "X64"}),
+            "inputs": dict(inputs),
+            "needs": Partial({job: Partial({"outputs": Partial(outputs)})
+                              for job, outputs in needs.items()}),
+            "env": {},
+        }
+
+    def _call(self, job: Job, key: str, contexts: dict[str, Value], depth: int,
+              after: tuple[str, ...]) -> list[CiJob]:
+        """The jobs of the reusable workflow `job` calls, or the job listed as skipped."""
+        uses = job.uses or ""
+        local = re.sub(r"^(\./|\$/)", "", uses)
+        called = self.workflows.by_path.get(normpath(local)) if uses.startswith(
+            ("./", "$/")) else None
+        reason = None
+        if called is None:
+            reason = (f"calls the reusable workflow {uses}, of another repository: not run here"
+                      if not uses.startswith(("./", "$/")) else
+                      f"calls {uses}, which is not a workflow planning could read")
+        elif depth >= MAX_CALL_DEPTH:
+            reason = f"calls reusable workflows more than {MAX_CALL_DEPTH} levels deep"
+        if reason is not None:
+            entry = CiJob(self.path, key, self.event.paths is not None, self.admitted,
+                          self.event.name)
+            entry.unverified.append(UnverifiedStep(self.path, key, "", reason))
+            return [entry]
+        assert called is not None
+        inputs: dict[str, Value] = dict(called.inputs)
+        for name, value in job.with_.items():
+            inputs[str(name)] = _value(value, contexts)
+        return self.read(called, inputs, prefix=f"{key}/", depth=depth + 1, outer_needs=after)
+
+    def _job(self, workflow: Workflow, job: Job, key: str, contexts: dict[str, Value],
+             notes: tuple[str, ...], after: tuple[str, ...]) -> tuple[CiJob, dict[str, Value]]:
+        entry = CiJob(self.path, key, self.event.paths is not None, self.admitted,
+                      self.event.name)
+        skip = self._job_problem(job, contexts)
+        if isinstance(skip, str):
+            entry.unverified.append(UnverifiedStep(self.path, key, "", skip))
+            return entry, {}
+        contexts = {**contexts, "matrix": skip}
+        env = _environment([workflow.env, job.env], contexts)
+        steps_context: dict[str, Value] = {}
+        contexts["steps"] = Partial(steps_context)
+        installs_seen: list[CiInstall] = []
+        previous = after
+        for step in job.steps:
+            step_contexts = {**contexts, "env": {**env}}
+            condition = evaluate_condition(step.condition, step_contexts)
+            if condition is not True and not isinstance(condition, Unknown):
+                continue
+            step_notes = notes + ((f"step {step.label!r}: its if ({_shown(step.condition)}) "
+                                   f"needs {condition.what}: planned as if true",)
+                                  if isinstance(condition, Unknown) else ())
+            if step.uses is not None:
+                outputs = self._action(step, entry, key)
+                if step.id and outputs is not None:
+                    steps_context[step.id] = Partial({"outputs": Partial(outputs),
+                                                      "outcome": "success",
+                                                      "conclusion": "success"})
+                continue
+            if step.run is None:
+                continue
+            made = self._run_step(workflow, job, step, key, step_contexts, env)
+            if isinstance(made, UnverifiedStep):
+                entry.unverified.append(made)
+                continue
+            if made is None:
+                continue
+            if isinstance(made, CiInstall):
+                installs_seen.append(made)
+                entry.installs.append(made)
+                continue
+            folder, script, command, kind = made
+            check = CiCheck(
+                key=f"{self.stem}.{key.replace('/', '.')}.{_slug(step, entry)}",
+                folder=folder, kind=kind, command=command, script=script,
+                ecosystems=ecosystems_of(script), workflow=self.path, job=key, step=step.label,
+                setups=tuple(dict.fromkeys(i.folder for i in installs_seen)),
+                after=previous, notes=step_notes,
+            )
+            entry.checks.append(check)
+            previous = (check.key,)
+        outputs = {}
+        for name, value in job.outputs.items():
+            resolved = _value(value, contexts)
+            if not isinstance(resolved, Unknown):
+                outputs[str(name)] = resolved
+        # The installs are its checks' setup whatever their place in the job.
+        folders = tuple(dict.fromkeys(i.folder for i in entry.installs))
+        entry.checks = [_with_setups(c, folders) for c in entry.checks]
+        return entry, outputs
+
+    def _job_problem(self, job: Job, contexts: dict[str, Value]) -> str | dict[str, Value]:
+        """Why the job cannot run here, or the matrix combination it runs with."""
+        if job.services:
+            return f"needs services ({', '.join(job.services)}): they do not run in the sandbox"
+        if job.container is not None:
+            image = mapping(job.container).get("image") if isinstance(job.container, dict) \
+                else job.container
+            return f"runs in a container ({to_text(image)}): containers do not run in the sandbox"
+        if _truthy_flag(job.continue_on_error, contexts):
+            return "continue-on-error: CI does not require it to pass"
+        problem = matrix_problem(job.matrix)
+        if problem is not None:
+            return problem
+        labels: list[str] = []
+        for combination in combinations(job.matrix) if job.matrix is not None else [{}]:
+            runs_on = _value(job.runs_on, {**contexts, "matrix": combination})
+            shown = to_text(runs_on) if not isinstance(runs_on, Unknown) else ""
+            if not _NOT_LINUX.search(shown):
+                return dict(combination)
+            labels.append(shown.replace("\n", " "))
+        if not labels:
+            return "its matrix has no combination"
+        return f"runs on {labels[0]} only (no Linux combination): only Linux jobs run here"
+
+    def _action(self, step: Step, entry: CiJob, key: str) -> dict[str, Value] | None:
+        """A `uses:` step: nothing for a toolchain action, the outputs of a paths filter it
+        can evaluate, else listed as skipped."""
+        uses = step.uses or ""
+        name = uses.split("@", 1)[0].lower()
+        if name in TOOLCHAIN_ACTIONS or _SETUP_ACTION.match(name) or name.startswith(
+                "actions/setup-"):
+            return None
+        if name in PATHS_FILTER_ACTIONS:
+            outputs = _paths_filter(step, self.changed)
+            if outputs is not None:
+                return outputs
+            reason = "uses dorny/paths-filter with filters planning cannot read inline"
+        else:
+            reason = f"uses the action {uses}: actions do not run in the sandbox"
+        entry.unverified.append(UnverifiedStep(self.path, key, step.label, reason))
+        return None
+
+    def _run_step(self, workflow: Workflow, job: Job, step: Step, key: str,
+                  contexts: dict[str, Value], env: dict[str, str]
+                  ) -> UnverifiedStep | CiInstall | tuple[str, str, str, str] | None:
+        """A `run:` step as (folder, script, command, kind) for a check, a `CiInstall`,
+        None for host preparation, or why it is skipped."""
+        def skipped(reason: str) -> UnverifiedStep:
+            return UnverifiedStep(self.path, key, step.label, reason)
+
+        if _truthy_flag(step.continue_on_error, contexts):
+            return skipped("continue-on-error: CI does not require it to pass")
+        shell = shell_of(step.shell or job.defaults.shell or workflow.defaults.shell)
+        if not shell.runs:
+            return skipped(f"runs with shell {shell.argv[0]}: only bash and sh run here")
+        step_env = _environment([step.env], {**contexts, "env": dict(env)}, base=env)
+        script = interpolate(step.run or "", {**contexts, "env": step_env})
+        if isinstance(script, Unknown):
+            return skipped(_needs(script))
+        for name, value in step_env.items():
+            if isinstance(value, Unknown) and (name in step.env or re.search(
+                    rf"\${{?{re.escape(name)}\b", script)):
+                return skipped(_needs(value))
+        where = step.working_directory or job.defaults.working_directory or \
+            workflow.defaults.working_directory
+        folder = "."
+        if where is not None:
+            resolved = interpolate(where, {**contexts, "env": step_env})
+            if isinstance(resolved, Unknown):
+                return skipped(_needs(resolved))
+            folder = normpath(resolved.strip() or ".")
+            if folder.startswith(("/", "../")) or folder == "..":
+                return skipped(f"runs in {resolved}, outside the repository")
+            if folder not in self.folders:
+                return skipped(f"runs in {resolved}, a folder the repository does not have")
+        known = {k: v for k, v in step_env.items() if not isinstance(v, Unknown)}
+        what = role(script, step.name)
+        if what == "publish":
+            return skipped("publishes, deploys or uploads: not verification")
+        if what == "fix":
+            return skipped("rewrites the files it checks (--fix, --write): not verification")
+        if what == "host":
+            return None
+        command = command_line(script, shell, known)
+        if what == "install":
+            lines = [install_ecosystem(line) for line in script.splitlines()]
+            ecosystem = next((e for e in lines if e is not None), None)
+            return CiInstall(folder, ecosystem, command)
+        return folder, script.strip(), command, kind_of(script, step.name)
+
+
+@dataclass(frozen=True)
+class _JobState:
+    """What the jobs needing a job learn: whether it runs, its last checks, its outputs."""
+
+    ran: bool
+    last: tuple[str, ...]
+    outputs: Mapping[str, Value]
+
+
+def _in_order(jobs: Sequence[Job]) -> list[Job]:
+    """Jobs with each after the jobs it needs (file order otherwise); a job in a cycle of
+    needs, or needing a job that does not exist, comes last and does not run."""
+    ids = {job.id for job in jobs}
+    placed: list[Job] = []
+    done: set[str] = set()
+    pending = list(jobs)
+    while pending:
+        ready = [j for j in pending if all(n in done or n not in ids for n in j.needs)]
+        if not ready:
+            break
+        for job in ready:
+            placed.append(job)
+            done.add(job.id)
+        pending = [j for j in pending if j.id not in done]
+    return placed
+
+
+def _environment(layers: Iterable[Mapping[str, Any]], contexts: Mapping[str, Value], *,
+                 base: Mapping[str, Value] | None = None) -> dict[str, Value]:
+    """`env` mappings merged in order (workflow, job, step), each value's expressions
+    substituted with the variables set before it; a value needing an unknown is `Unknown`."""
+    env: dict[str, Value] = dict(base or {})
+    for layer in layers:
+        for name, raw in layer.items():
+            value = _value(raw, {**contexts, "env": dict(env)})
+            env[name] = value if isinstance(value, Unknown) else to_text(value)
+    return env
+
+
+def _value(raw: Any, contexts: Mapping[str, Value]) -> Value:
+    """A YAML value with the expressions in its strings evaluated: a string that is only
+    one expression keeps the expression's type."""
+    if isinstance(raw, str):
+        text = raw.strip()
+        if text.startswith("${{") and text.endswith("}}") and text.count("${{") == 1:
+            return evaluate(text[3:-2], contexts)
+        return interpolate(raw, contexts)
+    if isinstance(raw, list):
+        items = [_value(item, contexts) for item in raw]
+        return next((i for i in items if isinstance(i, Unknown)), items)
+    if isinstance(raw, dict):
+        return {k: _value(v, contexts) for k, v in raw.items()}
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return float(raw)
+    return raw
+
+
+def _truthy_flag(raw: Any, contexts: Mapping[str, Value]) -> bool:
+    value = _value(raw, contexts)
+    return not isinstance(value, Unknown) and truthy(value)
+
+
+def _needs(unknown: Unknown) -> str:
+    if unknown.what.startswith("secrets"):
+        return f"needs {unknown.what}: secrets never reach the sandbox"
+    return f"needs {unknown.what}, which planning cannot know"
+
+
+def _shown(condition: Any) -> str:
+    return " ".join(str(condition).split())[:120]
+
+
+def _slug(step: Step, job: CiJob) -> str:
+    """A step's part of its check key: its id or name in lowercase words, unique in its job."""
+    text = step.id or step.name or step.label
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40].strip("-") or (
+        f"step-{step.index}")
+    taken = {c.key.rpartition(".")[2] for c in job.checks}
+    return slug if slug not in taken else f"{slug}-{step.index}"
+
+
+def _with_setups(check: CiCheck, folders: tuple[str, ...]) -> CiCheck:
+    return replace(check, setups=folders)
+
+
+def _paths_filter(step: Step, changed: Sequence[str]) -> dict[str, Value] | None:
+    """The outputs of a `dorny/paths-filter` step whose `filters` are written inline: each
+    filter 'true' when a changed file matches one of its patterns (a `!pattern` matching
+    what it does not name), and `changes` listing the true ones; None when the filters are
+    a file or cannot be read."""
+    raw = step.with_.get("filters")
+    if not isinstance(raw, str) or ":" not in raw:  # a file of filters: not read
+        return None
+    try:
+        filters = load_yaml(raw, path=f"{step.label}: filters")
+    except ConfigError:
+        return None
+    if not isinstance(filters, dict):
+        return None
+    outputs: dict[str, Value] = {}
+    for name, patterns in filters.items():
+        flat: list[str] = []
+        pending = [patterns]
+        while pending:
+            item = pending.pop()
+            if isinstance(item, list):
+                pending += item
+            elif isinstance(item, str):
+                flat.append(item)
+            elif isinstance(item, dict):  # `added|modified: pattern`: changed files alike
+                pending += list(item.values())
+        hit = any(_picomatch(pattern, path) for pattern in flat for path in changed)
+        outputs[str(name)] = "true" if hit else "false"
+    outputs["changes"] = json.dumps([k for k, v in outputs.items() if v == "true"])
+    return outputs
+
+
+def _picomatch(pattern: str, path: str) -> bool:
+    if pattern.startswith("!"):
+        return not compile_glob(pattern[1:]).matches(path)
+    return compile_glob(pattern).matches(path)

@@ -1,0 +1,156 @@
+"""How CI-derived checks meet the change and the detected checks.
+
+Pure. Two questions, answered from the selection (`select.py`) and the layout:
+
+- **What a CI check covers** (`covering`): each changed file its workflow's filters admit,
+  when the check concerns it. A workflow whose `paths` list the files it runs for has said
+  so: every check of it covers every admitted file. Otherwise a check covers a file of a
+  workspace the change selects (dependents included) when that workspace lies below the
+  check's folder or holds it, and the check's tools are of that file's ecosystem (a
+  `cargo test` step covers no Python file); a tool's config only the checks running that
+  tool; a workflow file, pre-commit config or root Makefile only the checks running it; a
+  file in no workspace the checks of its folder and language; `.github/ratchet.yml` every
+  check.
+- **Which detected check a CI check duplicates** (`duplicated_by`): the same command in the
+  same folder; a package script the CI step runs (`pnpm run lint` there, `pnpm -r lint`,
+  `turbo run lint`, `nx run-many -t lint`, `lerna run lint`, `yarn workspaces foreach run
+  lint`, `npm run lint --workspaces` from an enclosing folder); or a check of the same kind
+  and ecosystem in the same folder (CI's `cargo test --workspace --features x` is the
+  repository's own test command there; `cargo clippy` type-checks too).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from posixpath import splitext
+
+from verification.checks import DetectedCheck
+from verification.ci import CiCheck, CiJob
+from verification.index import is_below
+from verification.select import Selection, Tool, tool_of
+from verification.workspaces import Ecosystem, Layout
+
+Steps = tuple[str, ...]
+
+# The ecosystem of a source file by its extension, for a file no workspace holds.
+_EXTENSIONS = {
+    ".py": Ecosystem.PYTHON, ".pyi": Ecosystem.PYTHON, ".rs": Ecosystem.RUST,
+    ".go": Ecosystem.GO, ".js": Ecosystem.NODE, ".mjs": Ecosystem.NODE, ".cjs": Ecosystem.NODE,
+    ".jsx": Ecosystem.NODE, ".ts": Ecosystem.NODE, ".mts": Ecosystem.NODE,
+    ".cts": Ecosystem.NODE, ".tsx": Ecosystem.NODE, ".vue": Ecosystem.NODE,
+    ".svelte": Ecosystem.NODE,
+}  # fmt: skip
+# Kinds of CI check that run a detected check's tool, by the detected check's id.
+_TOOL_KINDS = {"node-lint": {"lint", "format"}, "node-typecheck": {"typecheck"},
+               "ruff": {"lint", "format"}, "mypy": {"typecheck"}}
+# How a command names a tool, where its name alone does not.
+_TOOL_WORDS = {"tsc": r"\btsc\b|vue-tsc|type-?check", "clippy": r"clippy|cargo\s+lint",
+               "rustfmt": r"rustfmt|cargo\s+fmt", "golangci-lint": r"golangci"}
+
+
+def covering(job: CiJob, check: CiCheck, selection: Selection, layout: Layout
+             ) -> dict[str, Steps]:
+    """The changed files `check` covers, each with the steps from it (for `--explain`)."""
+    because: dict[str, Steps] = {}
+    trigger = f"{job.workflow} runs on {job.event}" + (
+        " (its paths name it)" if job.explicit else "")
+    for file in sorted(job.admitted):
+        status = selection.files.get(file)
+        if status is None or status.kind in ("ignored", "documentation"):
+            continue
+        if _concerns(job, check, file, status.kind, selection, layout):
+            because[file] = (trigger, f"job {job.key}, step {check.step!r}", *check.notes)
+    return because
+
+
+def _concerns(job: CiJob, check: CiCheck, file: str, kind: str, selection: Selection,
+              layout: Layout) -> bool:
+    if kind == "global":
+        return True
+    if kind == "runs":
+        return job.explicit or re.search(selection.runs[file].pattern, check.script) is not None
+    if job.explicit:
+        return True
+    tool = tool_of(file)
+    if tool is not None and kind in ("shared", "outside"):
+        folder = file.rpartition("/")[0] or "."
+        return runs_tool(check, tool) and (is_below(check.folder, folder)
+                                           or is_below(folder, check.folder))
+    selected = [w for w, files in selection.reasons.items() if file in files]
+    if not selected:
+        ecosystem = _EXTENSIONS.get(splitext(file)[1])
+        return is_below(file, check.folder) and (
+            not check.ecosystems or (ecosystem is not None and ecosystem in check.ecosystems))
+    for workspace in selected:
+        inside = is_below(workspace, check.folder) or layout.folder_owner(
+            check.folder) == workspace
+        held = layout.workspaces.get(workspace)
+        allowed = ({selection.only[file]} if file in selection.only else
+                   set(held.ecosystems) if held is not None else set(Ecosystem))
+        if inside and (not check.ecosystems or check.ecosystems & allowed):
+            return True
+    return False
+
+
+def runs_tool(check: CiCheck, tool: Tool) -> bool:
+    """True when the CI check runs the tool a config configures."""
+    kinds = set().union(*(_TOOL_KINDS.get(c, set()) for c in tool.checks)) if tool.checks \
+        else set()
+    pattern = _TOOL_WORDS.get(tool.name, rf"\b{re.escape(tool.name)}\b")
+    return check.kind in kinds or re.search(pattern, check.script) is not None
+
+
+def duplicated_by(workspace: str, command: str, detected: DetectedCheck,
+                  checks: Sequence[CiCheck], layout: Layout) -> CiCheck | None:
+    """The CI check that runs what a detected check of `workspace` runs, if one does."""
+    script = detected.id.removeprefix("node-") if detected.id.startswith("node-") else None
+    for check in checks:
+        if check.folder == workspace and _same(check.script, command):
+            return check
+        lines = [line.strip() for line in check.script.splitlines() if line.strip()]
+        if script is not None and detected.ecosystem is Ecosystem.NODE:
+            if check.folder == workspace and any(_runs_script(line, script) for line in lines):
+                return check
+            member = is_below(workspace, check.folder) and workspace != check.folder
+            if member and any(_fans_out(line, script) for line in lines):
+                return check
+        if check.folder == workspace and detected.ecosystem in check.ecosystems and (
+                detected.kind in _kinds(check)):
+            return check
+    return None
+
+
+def _kinds(check: CiCheck) -> set[str]:
+    if check.kind == "lint" and "clippy" in check.script:
+        return {"lint", "typecheck"}  # clippy runs `cargo check` first
+    return {check.kind}
+
+
+def _same(script: str, command: str) -> bool:
+    return " ".join(script.split()) == " ".join(command.split())
+
+
+def _runs_script(line: str, script: str) -> bool:
+    """`line` runs package script `script` of its folder (`pnpm run lint`, `npm test`)."""
+    name = re.escape(script)
+    return re.match(rf"^(?:pnpm|yarn|bun)\s+(?:run\s+)?{name}(?:\s|$)|"
+                    rf"^npm\s+(?:run(?:-script)?\s+{name}|{name})(?:\s|$)", line) is not None
+
+
+def _fans_out(line: str, script: str) -> bool:
+    """`line` runs package script `script` in every member (`pnpm -r test`, `turbo run
+    test`, `nx run-many -t test`, ...)."""
+    name = re.escape(script)
+    patterns = (
+        rf"^pnpm\s+(?:\S+\s+)*(?:-r|--recursive)\s+(?:\S+\s+)*(?:run\s+)?{name}(?:\s|$)",
+        rf"^pnpm\s+(?:run\s+)?{name}\s+(?:\S+\s+)*(?:-r|--recursive)(?:\s|$)",
+        rf"^(?:npx\s+|pnpm\s+(?:exec\s+)?|yarn\s+)?turbo\s+(?:run\s+)?(?:[^-\s]\S*\s+)*{name}"
+        rf"(?:\s|$)",
+        rf"^(?:npx\s+|pnpm\s+(?:exec\s+)?|yarn\s+)?nx\s+run-many\b.*(?:-t|--targets?)[=\s]"
+        rf"(?:\S*,)?{name}(?:[,\s]|$)",
+        rf"^(?:npx\s+|pnpm\s+(?:exec\s+)?|yarn\s+)?lerna\s+run\s+{name}(?:\s|$)",
+        rf"^yarn\s+workspaces\s+(?:foreach\s+(?:\S+\s+)*)?run\s+{name}(?:\s|$)",
+        rf"^npm\s+(?:run\s+)?{name}\s+.*(?:--workspaces|-ws)(?:\s|$)",
+    )
+    return any(re.match(p, line) for p in patterns)

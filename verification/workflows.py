@@ -1,0 +1,334 @@
+"""A repository's GitHub Actions workflows, as data: triggers, jobs, steps.
+
+Pure. `read_workflows` takes the texts of `.github/workflows/*.yml|yaml` (the base revision's:
+a change cannot choose its own checks) and returns each file as a `Workflow`, or the reason it
+was ignored (`WorkflowProblem`: YAML refused by `yaml_events`, not a mapping). The
+model keeps what planning reads, following GitHub's "Workflow syntax for GitHub Actions":
+
+- `on` in its three forms (`on: push`, `on: [push, pull_request]`, a mapping of events with
+  `branches`, `branches-ignore`, `tags`, `tags-ignore`, `paths`, `paths-ignore`, `types`),
+  and `workflow_call.inputs` with their defaults;
+- workflow `env` and `defaults.run` (`shell`, `working-directory`);
+- jobs: `needs`, `if`, `runs-on`, `strategy.matrix` (with `include` and `exclude`),
+  `services`, `container`, `env`, `defaults.run`, `continue-on-error`, `outputs`, and a
+  reusable workflow's `uses` with `with`;
+- steps: `name`, `id`, `if`, `run`, `uses`, `with`, `shell`, `working-directory`, `env`,
+  `continue-on-error` (a `parallel:` group's steps count as steps in order).
+
+Values keep their YAML types; expressions (`${{ }}`) stay text for `expressions` to evaluate.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from verification.config import ConfigError
+from verification.index import WORKFLOWS_FOLDER
+from verification.manifests import mapping
+from verification.yaml_events import load_yaml
+
+WORKFLOW_SUFFIXES = (".yml", ".yaml")
+# The most matrix combinations looked at for one job (GitHub runs at most 256).
+MAX_COMBINATIONS = 256
+
+
+def is_workflow_file(path: str) -> bool:
+    """True for a file GitHub reads as a workflow (directly in `.github/workflows`)."""
+    folder, _, name = path.rpartition("/")
+    return folder == WORKFLOWS_FOLDER and name.endswith(WORKFLOW_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    """One event of `on`, with its filters; None for a filter the workflow does not set."""
+
+    name: str
+    branches: tuple[str, ...] | None = None
+    branches_ignore: tuple[str, ...] | None = None
+    tags: tuple[str, ...] | None = None
+    tags_ignore: tuple[str, ...] | None = None
+    paths: tuple[str, ...] | None = None
+    paths_ignore: tuple[str, ...] | None = None
+    types: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """`defaults.run`: the shell and working directory of run steps."""
+
+    shell: str | None = None
+    working_directory: str | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a job, as written."""
+
+    index: int  # its position in the job, from 1
+    name: str | None
+    id: str | None
+    condition: Any  # `if`: text, a boolean, or None
+    run: str | None
+    uses: str | None
+    with_: Mapping[str, Any]
+    shell: str | None
+    working_directory: str | None
+    env: Mapping[str, Any]
+    continue_on_error: Any
+
+    @property
+    def label(self) -> str:
+        """How a reader finds the step: its name, its id, or what it runs or uses."""
+        if self.name:
+            return self.name
+        if self.id:
+            return self.id
+        text = (self.run or self.uses or "").strip().splitlines()
+        return text[0][:60] if text else f"step {self.index}"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job of a workflow, as written."""
+
+    id: str
+    name: str | None
+    needs: tuple[str, ...]
+    condition: Any
+    runs_on: Any
+    matrix: Any  # `strategy.matrix`: a mapping, an expression, or None
+    services: tuple[str, ...]
+    container: Any
+    env: Mapping[str, Any]
+    defaults: Defaults
+    continue_on_error: Any
+    outputs: Mapping[str, Any]
+    steps: tuple[Step, ...]
+    uses: str | None  # a reusable workflow this job calls
+    with_: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """One workflow file: its events, the inputs it takes when called, env, defaults, jobs."""
+
+    path: str
+    name: str | None
+    events: Mapping[str, EventFilter]
+    inputs: Mapping[str, Any]  # workflow_call (and workflow_dispatch) input defaults
+    env: Mapping[str, Any]
+    defaults: Defaults
+    jobs: tuple[Job, ...]
+
+
+@dataclass(frozen=True)
+class WorkflowProblem:
+    """A workflow file planning could not read, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class Workflows:
+    """The workflows of a revision by path, and the files that were ignored."""
+
+    by_path: dict[str, Workflow] = field(default_factory=dict)
+    problems: list[WorkflowProblem] = field(default_factory=list)
+
+
+def read_workflows(texts: Mapping[str, str | None]) -> Workflows:
+    """Parse each workflow file (`path -> text`, None for a file that could not be read as
+    UTF-8 text of at most `tree.MAX_READ_BYTES`)."""
+    found = Workflows()
+    for path in sorted(texts):
+        text = texts[path]
+        if text is None:
+            found.problems.append(WorkflowProblem(path, "ignored: not UTF-8 text of a readable "
+                                                        "size"))
+            continue
+        try:
+            data = load_yaml(text, path=path)
+        except ConfigError as exc:
+            found.problems.append(WorkflowProblem(path, f"ignored: {exc}"))
+            continue
+        workflow = _workflow(path, data)
+        if isinstance(workflow, WorkflowProblem):
+            found.problems.append(workflow)
+        else:
+            found.by_path[path] = workflow
+    return found
+
+
+def _workflow(path: str, data: Any) -> Workflow | WorkflowProblem:
+    if data is None:
+        data = {}  # an empty file runs nothing
+    if not isinstance(data, dict):
+        return WorkflowProblem(path, "ignored: the file is not a mapping of workflow keys")
+    jobs = mapping(data.get("jobs"))
+    on = data.get("on", data.get(True))  # YAML 1.1 writers may have made `on` a boolean
+    events = _events(on)
+    inputs: dict[str, Any] = {}
+    for event in ("workflow_dispatch", "workflow_call"):
+        raw = mapping(on).get(event) if isinstance(on, dict) else None
+        for name, spec in mapping(mapping(raw).get("inputs")).items():
+            inputs[str(name)] = mapping(spec).get("default")
+    return Workflow(
+        path=path,
+        name=_text(data.get("name")),
+        events=events,
+        inputs=inputs,
+        env=_env(data.get("env")),
+        defaults=_defaults(data.get("defaults")),
+        jobs=tuple(_job(str(job_id), job) for job_id, job in jobs.items() if isinstance(job, dict)),
+    )
+
+
+def _events(on: Any) -> dict[str, EventFilter]:
+    if isinstance(on, str):
+        return {on: EventFilter(on)}
+    if isinstance(on, list):
+        return {str(e): EventFilter(str(e)) for e in on if isinstance(e, str)}
+    if not isinstance(on, dict):
+        return {}
+    events = {}
+    for name, spec in on.items():
+        spec = mapping(spec)
+        events[str(name)] = EventFilter(
+            str(name),
+            branches=_patterns(spec.get("branches")),
+            branches_ignore=_patterns(spec.get("branches-ignore")),
+            tags=_patterns(spec.get("tags")),
+            tags_ignore=_patterns(spec.get("tags-ignore")),
+            paths=_patterns(spec.get("paths")),
+            paths_ignore=_patterns(spec.get("paths-ignore")),
+            types=_patterns(spec.get("types")),
+        )
+    return events
+
+
+def _patterns(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list):
+        return tuple(str(item) for item in value if isinstance(item, (str, int, float)))
+    return ()
+
+
+def _job(job_id: str, data: dict[str, Any]) -> Job:
+    strategy = mapping(data.get("strategy"))
+    services = data.get("services")
+    needs = data.get("needs")
+    return Job(
+        id=job_id,
+        name=_text(data.get("name")),
+        needs=(needs,) if isinstance(needs, str) else tuple(
+            str(n) for n in needs if isinstance(n, str)) if isinstance(needs, list) else (),
+        condition=data.get("if"),
+        runs_on=data.get("runs-on"),
+        matrix=strategy.get("matrix"),
+        services=tuple(str(s) for s in services) if isinstance(services, dict) else (),
+        container=data.get("container"),
+        env=_env(data.get("env")),
+        defaults=_defaults(data.get("defaults")),
+        continue_on_error=data.get("continue-on-error"),
+        outputs=mapping(data.get("outputs")),
+        steps=tuple(_steps(data.get("steps"))),
+        uses=_text(data.get("uses")),
+        with_=mapping(data.get("with")),
+    )
+
+
+def _steps(value: Any) -> Iterator[Step]:
+    """The steps in order; the steps of a `parallel:` group in their order too."""
+    flat: list[dict[str, Any]] = []
+    for item in value if isinstance(value, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("parallel"), list):
+            flat += [s for s in item["parallel"] if isinstance(s, dict)]
+        elif isinstance(item, dict):
+            flat.append(item)
+    for index, step in enumerate(flat, start=1):
+        yield Step(
+            index=index,
+            name=_text(step.get("name")),
+            id=_text(step.get("id")),
+            condition=step.get("if"),
+            run=_text(step.get("run")),
+            uses=_text(step.get("uses")),
+            with_=mapping(step.get("with")),
+            shell=_text(step.get("shell")),
+            working_directory=_text(step.get("working-directory")),
+            env=_env(step.get("env")),
+            continue_on_error=step.get("continue-on-error"),
+        )
+
+
+def _defaults(value: Any) -> Defaults:
+    run = mapping(mapping(value).get("run"))
+    return Defaults(_text(run.get("shell")), _text(run.get("working-directory")))
+
+
+def _env(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return {str(k): v for k, v in value.items()}
+    return {}  # an expression (`env: ${{ fromJSON(...) }}`): nothing known
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def combinations(matrix: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """A matrix's combinations in GitHub's order, at most `MAX_COMBINATIONS`: the product of
+    its vectors (first key slowest) without the `exclude`d ones, each extended by the
+    `include` entries that add to it without overwriting an original value; an `include`
+    entry that extends none is a combination of its own. A vector that is not a list (an
+    expression) is skipped by the caller (see `matrix_problem`)."""
+    vectors = {k: v for k, v in matrix.items() if k not in ("include", "exclude")}
+    excludes = [mapping(e) for e in matrix.get("exclude") or [] if isinstance(e, dict)]
+    includes = [mapping(i) for i in matrix.get("include") or [] if isinstance(i, dict)]
+    keys = list(vectors)
+    used = [False] * len(includes)
+    count = 0
+    if keys:
+        for values in itertools.product(*(vectors[k] for k in keys)):
+            if count >= MAX_COMBINATIONS:
+                return
+            combination = dict(zip(keys, values, strict=True))
+            if any(all(combination.get(k) == v for k, v in e.items()) for e in excludes):
+                continue
+            extended = dict(combination)
+            for position, include in enumerate(includes):
+                if all(combination.get(k, v) == v for k, v in include.items() if k in vectors):
+                    extended.update(include)
+                    used[position] = True
+            count += 1
+            yield extended
+    for position, include in enumerate(includes):
+        if not used[position] and count < MAX_COMBINATIONS:
+            count += 1
+            yield dict(include)
+
+
+def matrix_problem(matrix: Any) -> str | None:
+    """Why a job's matrix cannot be expanded statically, or None when it can."""
+    if matrix is None:
+        return None
+    if not isinstance(matrix, dict):
+        return f"its matrix comes from an expression ({str(matrix).strip()[:80]})"
+    for key, value in matrix.items():
+        if key in ("include", "exclude"):
+            if value is not None and not isinstance(value, list):
+                return f"its matrix {key} comes from an expression"
+        elif not isinstance(value, list):
+            return f"its matrix value {key} comes from an expression ({str(value)[:80]})"
+    return None
