@@ -256,8 +256,8 @@ def _progress(message: str) -> None:
 
 def _plan_json(plan: Plan) -> dict[str, Any]:
     """The plan as `--plan-only --json` prints it: the checks, the setups they wait for, the
-    order they run in (stages; anything within one may run at once) and the changed files
-    nothing verifies."""
+    order they run in (stages; anything within one may run at once), the changed files
+    nothing verifies and the CI steps not run here."""
     return {
         "hash": plan.sha256,
         "checks": [
@@ -269,6 +269,7 @@ def _plan_json(plan: Plan) -> dict[str, Any]:
         "setup": setup_json(plan),
         "order": run_order(plan),
         "unverified": list(plan.unverified),
+        "unverified_steps": [step.to_dict() for step in plan.unverified_steps],
     }
 
 

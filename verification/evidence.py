@@ -225,6 +225,9 @@ class EvidenceReport:
     results: tuple[CheckEvidence, ...]
     unverified: tuple[str, ...] = ()
     unverified_count: int = 0
+    # The CI steps the plan does not run, each as "where: why" (the first UNVERIFIED_SHOWN).
+    unverified_steps: tuple[str, ...] = ()
+    unverified_steps_count: int = 0
     diff_stat: str = ""
     artifacts: dict[str, str] = field(default_factory=dict)
     annotations: tuple[Annotation, ...] = ()
@@ -241,6 +244,9 @@ class EvidenceReport:
                           for result in bundle.results),
             unverified=tuple(unverified[:UNVERIFIED_SHOWN]),
             unverified_count=len(unverified),
+            unverified_steps=tuple(f"{s.where}: {s.reason}"
+                                   for s in bundle.plan.unverified_steps[:UNVERIFIED_SHOWN]),
+            unverified_steps_count=len(bundle.plan.unverified_steps),
             diff_stat=bundle.diff_stat.strip()[-DIFF_STAT_SHOWN:],
             artifacts=dict(sorted(bundle.artifacts.items())),
             annotations=tuple(bundle.annotations()),
@@ -256,6 +262,8 @@ class EvidenceReport:
             "results": [result.to_dict() for result in self.results],
             "unverified": list(self.unverified),
             "unverified_count": self.unverified_count,
+            "unverified_steps": list(self.unverified_steps),
+            "unverified_steps_count": self.unverified_steps_count,
             "diff_stat": self.diff_stat,
             "artifacts": dict(self.artifacts),
             "annotations": [asdict(annotation) for annotation in self.annotations],
@@ -268,6 +276,7 @@ class EvidenceReport:
             **{k: v for k, v in data.items() if k in known},
             "results": tuple(CheckEvidence.from_dict(r) for r in data["results"]),
             "unverified": tuple(data.get("unverified") or ()),
+            "unverified_steps": tuple(data.get("unverified_steps") or ()),
             "annotations": tuple(Annotation(**a) for a in data.get("annotations") or ()),
         })
 
@@ -366,6 +375,14 @@ def render_summary(report: EvidenceReport) -> str:
     if report.unverified and report.reason is None:
         shown = ", ".join(f"`{path}`" for path in report.unverified[:UNVERIFIED_SHOWN])
         lines.append(f"\nNo check covers these changed files: {shown}.")
+    if report.unverified_steps:
+        lines += ["", "<details><summary>CI steps not run here (not verified): "
+                  f"{report.unverified_steps_count}</summary>", ""]
+        lines += ["- `" + step.replace("`", "'") + "`" for step in report.unverified_steps]
+        if report.unverified_steps_count > len(report.unverified_steps):
+            lines.append(f"- ... and {report.unverified_steps_count - len(report.unverified_steps)}"
+                         " more")
+        lines += ["", "</details>"]
     if report.diff_stat:
         stat = _fenced(report.diff_stat)
         lines += ["", "<details><summary>Diff stat</summary>", "", stat, "", "</details>"]

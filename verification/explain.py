@@ -20,6 +20,8 @@ NOTHING_VERIFIES = "nothing verifies this change"
 SHOWN_FILES = 5
 # Folders listed as "not workspaces" in the text rendering.
 SHOWN_SKIPPED = 20
+# CI steps listed as not run in the text rendering; the JSON lists all.
+SHOWN_STEPS = 30
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,7 @@ class Explanation:
             ],
             "not_workspaces": dict(sorted(self.skipped.items())),
             "unverified": list(self.plan.unverified),
+            "unverified_steps": [step.to_dict() for step in self.plan.unverified_steps],
         }
 
 
@@ -152,7 +155,7 @@ def run_order(plan: Plan) -> list[list[str]]:
 def render_text(explanation: Explanation) -> str:
     """The explanation as lines for a terminal: per package, its checks and why (packages
     planned for the same reasons under one heading), the commands once each, the setups,
-    then what covers each changed file."""
+    what covers each changed file, then the CI steps not run here."""
     plan = explanation.plan
     packages = explanation.packages()
     lines = [f"plan {plan.sha256[:12]}: {len(plan.checks)} checks in "
@@ -200,6 +203,12 @@ def render_text(explanation: Explanation) -> str:
                          "check in .github/ratchet.yml, or list it in verify.ignore")
         else:
             lines.append(f"  {name}: {coverage.kind} ({coverage.detail})")
+    if plan.unverified_steps:
+        lines += ["", "CI steps not run here (not verified):"]
+        lines += [f"  {step.where}: {step.reason}"
+                  for step in plan.unverified_steps[:SHOWN_STEPS]]
+        if len(plan.unverified_steps) > SHOWN_STEPS:
+            lines.append(f"  ... and {len(plan.unverified_steps) - SHOWN_STEPS} more")
     if explanation.skipped:
         lines += ["", "folders with a manifest that are not workspaces:"]
         skipped = sorted(explanation.skipped.items())

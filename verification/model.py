@@ -80,6 +80,16 @@ class UnverifiedStep:
     step: str
     reason: str
 
+    @property
+    def where(self) -> str:
+        """The step as a reader finds it: `file`, `file job`, `file job: step`."""
+        job = f" job {self.job}" if self.job else ""
+        return f"{self.workflow}{job}" + (f": {self.step}" if self.step else "")
+
+    def to_dict(self) -> dict[str, str]:
+        return {"workflow": self.workflow, "job": self.job, "step": self.step,
+                "reason": self.reason}
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -124,9 +134,7 @@ class Plan:
         if self.unverified:
             extra["unverified"] = list(self.unverified)
         if self.unverified_steps:
-            extra["unverified_steps"] = [
-                {"workflow": s.workflow, "job": s.job, "step": s.step, "reason": s.reason}
-                for s in self.unverified_steps]
+            extra["unverified_steps"] = [step.to_dict() for step in self.unverified_steps]
         return {
             **extra,
             "concurrency": self.concurrency,
