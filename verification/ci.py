@@ -132,6 +132,7 @@ class CiJob:
     explicit: bool  # its workflow's `paths` name the files it covers
     admitted: frozenset[str]  # the changed files its workflow's filters admit
     event: str
+    folder: str = "."  # where its steps run unless they say otherwise
     checks: list[CiCheck] = field(default_factory=list)
     installs: list[CiInstall] = field(default_factory=list)
     unverified: list[UnverifiedStep] = field(default_factory=list)
@@ -269,8 +270,9 @@ class _WorkflowReader:
 
     def _job(self, workflow: Workflow, job: Job, key: str, contexts: dict[str, Value],
              notes: tuple[str, ...], after: tuple[str, ...]) -> tuple[CiJob, dict[str, Value]]:
+        where = job.defaults.working_directory or workflow.defaults.working_directory
         entry = CiJob(self.path, key, self.event.paths is not None, self.admitted,
-                      self.event.name)
+                      self.event.name, normpath(where) if where and "${{" not in where else ".")
         skip = self._job_problem(job, contexts)
         if isinstance(skip, str):
             entry.unverified.append(UnverifiedStep(self.path, key, "", skip))

@@ -16,7 +16,9 @@ Pure. Two questions, answered from the selection (`select.py`) and the layout:
   `turbo run lint`, `nx run-many -t lint`, `lerna run lint`, `yarn workspaces foreach run
   lint`, `npm run lint --workspaces` from an enclosing folder); or a check of the same kind
   and ecosystem in the same folder (CI's `cargo test --workspace --features x` is the
-  repository's own test command there; `cargo clippy` type-checks too).
+  repository's own test command there; `cargo clippy` type-checks too), for Node in an
+  enclosing folder too (a root `eslint .`, `vitest` or `tsc -b` spans the packages below it,
+  as the root's detected command does for members without their own).
 """
 
 from __future__ import annotations
@@ -115,8 +117,9 @@ def duplicated_by(workspace: str, command: str, detected: DetectedCheck,
             member = is_below(workspace, check.folder) and workspace != check.folder
             if member and any(_fans_out(line, script) for line in lines):
                 return check
-        if check.folder == workspace and detected.ecosystem in check.ecosystems and (
-                detected.kind in _kinds(check)):
+        over = check.folder == workspace or (detected.ecosystem is Ecosystem.NODE
+                                             and is_below(workspace, check.folder))
+        if over and detected.ecosystem in check.ecosystems and detected.kind in _kinds(check):
             return check
     return None
 

@@ -339,10 +339,9 @@ class _Assembly:
         timeout = float(self.config.timeout)
         by_id: dict[str, str] = {}
         for job in ci.jobs:
-            concerned = not job.checks
+            concerned = not job.checks and not self._configures(job.folder)
             for ci_check in job.checks:
-                owner = self.layout.folder_owner(ci_check.folder)
-                if ci_check.folder in self.configured or owner in self.configured:
+                if self._configures(ci_check.folder):
                     continue
                 check = PlannedCheck(ci_check.key, ci_check.folder, ci_check.kind,
                                      ci_check.command, timeout, None)
@@ -364,6 +363,10 @@ class _Assembly:
                     because = {f: (*s, step) for f, s in self.reasons[key].items()}
                     self._add(PlannedCheck(*self._ci_check(need)), None, because)
                     pending.append(need)
+
+    def _configures(self, folder: str) -> bool:
+        """True when `.github/ratchet.yml` configures the workspace `folder` belongs to."""
+        return folder in self.configured or self.layout.folder_owner(folder) in self.configured
 
     def _ci_check(self, key: str) -> tuple[str, str, str, str, float, None]:
         ci_check, _ = self.ci[key]
