@@ -18,7 +18,8 @@ verifying, and follows GitHub's rules:
 - **Steps**, in order: toolchain actions and host preparation are not checks; installs are
   its folder's setup; every other `run:` step is a check in its working directory. What
   cannot run in the sandbox or is no verification becomes a `UnverifiedStep` with its reason:
-  another action, a job with `services` or a `container`, a job on Windows or macOS only, a
+  another action, a job with `services` or a `container`, a benchmark, a job on Windows or
+  macOS only, a
   reusable workflow of another repository, a step needing secrets or another unknown
   expression, a shell other than bash or sh, a working directory outside the repository,
   publishing or deploying, rewriting files (`--fix`), `continue-on-error`.
@@ -88,7 +89,8 @@ TOOLCHAIN_ACTIONS = frozenset({
 PATHS_FILTER_ACTIONS = frozenset({"dorny/paths-filter"})
 _SETUP_ACTION = re.compile(r"^[^/]+/setup-[^/@]+$")
 _NOT_LINUX = re.compile(r"windows|macos|\bmac\b|osx", re.IGNORECASE)
-_SECRETS = re.compile(r"\bsecrets\.")
+# A job or workflow that benchmarks: it measures, it does not pass or fail a change.
+_BENCHMARK = re.compile(r"bench", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -273,7 +275,7 @@ class _WorkflowReader:
         where = job.defaults.working_directory or workflow.defaults.working_directory
         entry = CiJob(self.path, key, self.event.paths is not None, self.admitted,
                       self.event.name, normpath(where) if where and "${{" not in where else ".")
-        skip = self._job_problem(job, contexts)
+        skip = self._job_problem(workflow, job, contexts)
         if isinstance(skip, str):
             entry.unverified.append(UnverifiedStep(self.path, key, "", skip))
             return entry, {}
@@ -330,8 +332,12 @@ class _WorkflowReader:
         entry.checks = [_with_setups(c, folders) for c in entry.checks]
         return entry, outputs
 
-    def _job_problem(self, job: Job, contexts: dict[str, Value]) -> str | dict[str, Value]:
+    def _job_problem(self, workflow: Workflow, job: Job,
+                     contexts: dict[str, Value]) -> str | dict[str, Value]:
         """Why the job cannot run here, or the matrix combination it runs with."""
+        names = (job.id, job.name or "", workflow.name or "", workflow.path.rpartition("/")[2])
+        if any(_BENCHMARK.search(name) for name in names):
+            return "runs benchmarks: measurements, not verification"
         if job.services:
             return f"needs services ({', '.join(job.services)}): they do not run in the sandbox"
         if job.container is not None:

@@ -13,7 +13,8 @@ command by command (lines, `\\` continuations joined, comments and blank lines d
   installs: it becomes the setup of its folder, with CI's own flags.
 - **host preparation**: every command installs a tool or configures the runner (`rustup`,
   `apt-get`, `curl`, `pip install tox`, `npm install -g`, `corepack enable`, `playwright
-  install`, `echo ... >> $GITHUB_ENV`, `git config`): like a toolchain action, not a check.
+  install`, `echo ... >> $GITHUB_ENV`, `git config`, `git clone`, `uv venv`): like a toolchain
+  action, not a check.
 - **check**: anything else, run as CI runs it. Its kind (lint, format, typecheck, test, build,
   custom) and its ecosystems (from the tools its commands start with) come from the words of
   the script and the step's name.
@@ -66,7 +67,8 @@ _HOST = re.compile(
     r"(?:-g|--global)\b|(?:npx|pnpm\s+exec|pnpm\s+dlx|yarn|bunx)\s+playwright\s+install\b|"
     r"playwright\s+install\b|git\s+config\b|mkdir\b|chmod\b|export\b|ulimit\b|"
     r"echo\b.*>>\s*\"?\$\{?GITHUB_(?:ENV|PATH|OUTPUT|STEP_SUMMARY)|"
-    r"python3?\s+-m\s+venv\b|(?:source|\.)\s+\S*activate\b|node\s+node_modules/\S+/install)")
+    r"python3?\s+-m\s+venv\b|uv\s+venv\b|virtualenv\b|(?:source|\.)\s+\S*activate\b|"
+    r"node\s+node_modules/\S+/install|git\s+clone\b)")
 
 # The tool a command starts with, and its ecosystem.
 _ECOSYSTEM_TOOLS = {
