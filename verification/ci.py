@@ -22,7 +22,8 @@ verifying, and follows GitHub's rules:
   macOS only, a
   reusable workflow of another repository, a step needing secrets or another unknown
   expression, a shell other than bash or sh, a working directory outside the repository,
-  publishing or deploying, rewriting files (`--fix`), `continue-on-error`.
+  publishing or deploying, rewriting files (`--fix`), `continue-on-error`, and the steps after
+  an artifact download (they work on another job's output).
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ TOOLCHAIN_ACTIONS = frozenset({
 })  # fmt: skip
 # Actions that compute which files changed: evaluated when their filters are inline.
 PATHS_FILTER_ACTIONS = frozenset({"dorny/paths-filter"})
+# Actions bringing another job's (or run's) artifacts: the steps after them work on those.
+DOWNLOAD_ACTIONS = ("actions/download-artifact@", "dawidd6/action-download-artifact@")
 _SETUP_ACTION = re.compile(r"^[^/]+/setup-[^/@]+$")
 _NOT_LINUX = re.compile(r"windows|macos|\bmac\b|osx", re.IGNORECASE)
 # A job or workflow that benchmarks: it measures, it does not pass or fail a change.
@@ -284,6 +287,7 @@ class _WorkflowReader:
         steps_context: dict[str, Value] = {}
         contexts["steps"] = Partial(steps_context)
         installs_seen: list[CiInstall] = []
+        downloaded: str | None = None  # an artifact download the later steps work on
         previous = after
         for step in job.steps:
             step_contexts = {**contexts, "env": {**env}}
@@ -299,8 +303,15 @@ class _WorkflowReader:
                     steps_context[step.id] = Partial({"outputs": Partial(outputs),
                                                       "outcome": "success",
                                                       "conclusion": "success"})
+                if step.uses.lower().startswith(DOWNLOAD_ACTIONS):
+                    downloaded = step.uses.split("@", 1)[0]
                 continue
             if step.run is None:
+                continue
+            if downloaded is not None:
+                entry.unverified.append(UnverifiedStep(
+                    self.path, key, step.label, f"runs on what {downloaded} brought (another "
+                    "job's or run's artifacts), which does not run here"))
                 continue
             made = self._run_step(workflow, job, step, key, step_contexts, env)
             if isinstance(made, UnverifiedStep):

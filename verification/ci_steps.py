@@ -13,8 +13,8 @@ command by command (lines, `\\` continuations joined, comments and blank lines d
   installs: it becomes the setup of its folder, with CI's own flags.
 - **host preparation**: every command installs a tool or configures the runner (`rustup`,
   `apt-get`, `curl`, `pip install tox`, `npm install -g`, `corepack enable`, `playwright
-  install`, `echo ... >> $GITHUB_ENV`, `git config`, `git clone`, `uv venv`): like a toolchain
-  action, not a check.
+  install`, `echo ... >> $GITHUB_ENV`, `git config`, `git clone`, `uv venv`, a bare `echo` or
+  `exit 0`): like a toolchain action, not a check.
 - **check**: anything else, run as CI runs it. Its kind (lint, format, typecheck, test, build,
   custom) and its ecosystems (from the tools its commands start with) come from the words of
   the script and the step's name.
@@ -68,7 +68,8 @@ _HOST = re.compile(
     r"playwright\s+install\b|git\s+config\b|mkdir\b|chmod\b|export\b|ulimit\b|"
     r"echo\b.*>>\s*\"?\$\{?GITHUB_(?:ENV|PATH|OUTPUT|STEP_SUMMARY)|"
     r"python3?\s+-m\s+venv\b|uv\s+venv\b|virtualenv\b|(?:source|\.)\s+\S*activate\b|"
-    r"node\s+node_modules/\S+/install|git\s+clone\b)")
+    r"node\s+node_modules/\S+/install|git\s+clone\b|echo\b|printf\b|exit\s+0\s*$|true\s*$|"
+    r":\s*$)")
 
 # The tool a command starts with, and its ecosystem.
 _ECOSYSTEM_TOOLS = {
@@ -122,15 +123,23 @@ def commands(script: str) -> list[str]:
     return found
 
 
+# Variable assignments before a command's tool (`A=1 B="x y" cmd`).
+_ASSIGNMENTS = re.compile(r"""(?:[A-Za-z_][A-Za-z0-9_]*=(?:'[^']*'|"[^"]*"|\S*)\s+)+""")
+
+
 def _tool_words(command: str) -> list[str]:
-    """The words of a command from its tool on: assignments (`A=1 cmd`) and `sudo` dropped."""
-    try:
-        words = shlex.split(command, comments=True)
-    except ValueError:
-        words = command.split()
-    while words and (re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0])
-                     or words[0] in _PREFIXES):
-        words = words[1:]
+    """The words of a command from its tool on: assignments (`A=1 cmd`) and `sudo` dropped.
+    Split on blanks, not shell-parsed: only the first words matter, and a script of many
+    lines would take a shell lexer long."""
+    words = command.split()
+    while words:
+        assigned = _ASSIGNMENTS.match(" ".join(words) + " ")
+        if assigned is not None:
+            words = (" ".join(words) + " ")[assigned.end():].split()
+        elif words[0] in _PREFIXES:
+            words = words[1:]
+        else:
+            break
     return words
 
 

@@ -21,6 +21,7 @@ Values keep their YAML types; expressions (`${{ }}`) stay text for `expressions`
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,9 @@ from verification.manifests import mapping
 from verification.yaml_events import load_yaml
 
 WORKFLOW_SUFFIXES = (".yml", ".yaml")
+# Words one of the events a change triggers needs (or a reusable workflow's): a file with
+# none of them (a schedule, an issue bot) never runs for a change and is not parsed.
+_CHANGE_EVENT = re.compile(r"pull_request|push|merge_group|workflow_call")
 # The most matrix combinations looked at for one job (GitHub runs at most 256).
 MAX_COMBINATIONS = 256
 
@@ -142,13 +146,16 @@ class Workflows:
 
 def read_workflows(texts: Mapping[str, str | None]) -> Workflows:
     """Parse each workflow file (`path -> text`, None for a file that could not be read as
-    UTF-8 text of at most `tree.MAX_READ_BYTES`)."""
+    UTF-8 text of at most `tree.MAX_READ_BYTES`); one naming no event a change triggers is
+    left out unread."""
     found = Workflows()
     for path in sorted(texts):
         text = texts[path]
         if text is None:
             found.problems.append(WorkflowProblem(path, "ignored: not UTF-8 text of a readable "
                                                         "size"))
+            continue
+        if not _CHANGE_EVENT.search(text):
             continue
         try:
             data = load_yaml(text, path=path)

@@ -509,13 +509,13 @@ jobs:
 
 
 HOSTILE_WORKFLOWS = {
-    ".github/workflows/bomb.yml": "a: &a [x,x,x,x,x,x,x,x,x,x]\n" + "".join(
+    ".github/workflows/bomb.yml": "on: push\na: &a [x,x,x,x,x,x,x,x,x,x]\n" + "".join(
         f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n"
         for p, c in zip("abcdef", "bcdefg", strict=True)),
-    ".github/workflows/deep.yml": "on: " + "[" * 40 + "]" * 40 + "\n",
-    ".github/workflows/deeper.yml": "on: " + "[" * 5000 + "]" * 5000 + "\n",
+    ".github/workflows/deep.yml": "on: push\njobs: " + "[" * 40 + "]" * 40 + "\n",
+    ".github/workflows/deeper.yml": "on: push\njobs: " + "[" * 5000 + "]" * 5000 + "\n",
     ".github/workflows/huge.yml": "on: pull_request\n# " + "x" * 300_000 + "\n",
-    ".github/workflows/loop.yml": "jobs: &j\n  x: *j\n",
+    ".github/workflows/loop.yml": "on: push\njobs: &j\n  x: *j\n",
     ".github/workflows/broken.yml": "on: [pull_request\n",
 }
 
@@ -525,6 +525,7 @@ def test_hostile_workflow_yaml_is_ignored_with_a_reason_and_planning_goes_on(
 ) -> None:
     root = make_repo({**pnpm_repo(), **HOSTILE_WORKFLOWS})
     (root / ".github/workflows/latin1.yml").write_bytes(b"name: caf\xe9\non: push\n")
+    write(root, {".github/workflows/bot.yml": "on: issues\nx: &a [*a]\n"})  # never read
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "hostile workflows")
     plan = change(root, {"packages/cli/src/main.ts": "export const x = 2\n"}).plan
