@@ -23,6 +23,7 @@ from plumbing.git import Git
 from runner.network import NetworkSettings
 from runner.sandbox import Sandbox
 from verification.config import VerifyConfig
+from verification.evidence import EvidenceReport, build_bundle, render_summary
 from verification.explain import render_text
 from verification.model import PlannedCheck
 from verification.plan import Plan, PlanResult, plan_change
@@ -586,3 +587,23 @@ def test_ratchet_verify_prints_the_ci_checks_and_the_steps_it_does_not_run(
             "action codecov/codecov-action@v4: actions do not run in the sandbox") in text
     explained = json.loads(verify("--explain", "--json"))
     assert len(explained["unverified_steps"]) == 2
+
+
+def test_the_evidence_and_the_check_run_summary_list_the_ci_steps_not_run(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    root = make_repo(pnpm_repo())
+    plan = change(root, {"packages/cli/src/main.ts": "export const z = 1\n"}).plan
+    # The plan keeps its steps through JSON (`verification/plan.json`, the ledger).
+    assert Plan.from_json(plan.to_json()) == plan
+    report = EvidenceReport.from_dict(EvidenceReport.from_bundle(build_bundle(plan, [])).to_dict())
+    assert report.unverified_steps == (
+        ".github/workflows/ci.yml job test/unit-test-windows: runs on windows-latest only (no "
+        "Linux combination): only Linux jobs run here",
+        ".github/workflows/ci.yml job test/lint-and-test-dts: Upload coverage: uses the action "
+        "codecov/codecov-action@v4: actions do not run in the sandbox",
+    )
+    summary = render_summary(report)
+    assert "<summary>CI steps not run here (not verified): 2</summary>" in summary
+    assert ("- `.github/workflows/ci.yml job test/lint-and-test-dts: Upload coverage: uses the "
+            "action codecov/codecov-action@v4: actions do not run in the sandbox`") in summary
