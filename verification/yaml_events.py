@@ -30,6 +30,10 @@ from verification.config import (
 
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+_SCALAR, _ALIAS = yaml.ScalarEvent, yaml.AliasEvent
+_MAPPING, _MAPPING_END = yaml.MappingStartEvent, yaml.MappingEndEvent
+_SEQUENCE, _SEQUENCE_END = yaml.SequenceStartEvent, yaml.SequenceEndEvent
+
 _NULL = re.compile(r"~|null|Null|NULL")
 _BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False,
          "FALSE": False}
@@ -40,13 +44,12 @@ _SPECIAL = {".inf": float("inf"), ".Inf": float("inf"), ".INF": float("inf"),
             ".nan": float("nan"), ".NaN": float("nan"), ".NAN": float("nan")}
 
 
-@dataclass
+@dataclass(slots=True)
 class _Open:
     """A mapping or sequence being built, with its expanded size and depth so far."""
 
     value: dict[Any, Any] | list[Any]
     anchor: str | None
-    line: int
     key: Any = None
     has_key: bool = False
     size: int = 1
@@ -64,29 +67,27 @@ def load_yaml(source: str | bytes, *, path: str) -> Any:
     total = 0
     try:
         for event in yaml.parse(text, Loader=_Loader):
-            line = event.start_mark.line + 1 if event.start_mark is not None else None
-            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            kind = type(event)  # one dispatch per event: a large workflow has 10,000
+            if kind is _SCALAR:
+                value, size, depth = _scalar(event), 1, 1
+                if event.anchor is not None:
+                    anchors[event.anchor] = (value, 1, 1)
+            elif kind is _MAPPING or kind is _SEQUENCE:
                 if len(stack) >= MAX_NESTING_DEPTH:
-                    raise ConfigError(path, line, "",
+                    raise ConfigError(path, _line(event), "",
                                       f"values nest more than {MAX_NESTING_DEPTH} levels deep")
-                container: dict[Any, Any] | list[Any] = (
-                    {} if isinstance(event, yaml.MappingStartEvent) else [])
-                stack.append(_Open(container, event.anchor, line or 0))
+                stack.append(_Open({} if kind is _MAPPING else [], event.anchor))
                 continue
-            if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            elif kind is _MAPPING_END or kind is _SEQUENCE_END:
                 done = stack.pop()
                 value, size, depth = done.value, done.size, done.depth
                 if done.anchor is not None:
                     anchors[done.anchor] = (value, size, depth)
-            elif isinstance(event, yaml.ScalarEvent):
-                value, size, depth = _scalar(event), 1, 1
-                if event.anchor is not None:
-                    anchors[event.anchor] = (value, 1, 1)
-            elif isinstance(event, yaml.AliasEvent):
+            elif kind is _ALIAS:
                 if event.anchor not in anchors:
-                    raise ConfigError(path, line, "", "an alias here repeats a value that "
-                                      "contains it, so it never ends; point it at an anchor "
-                                      "outside this value")
+                    raise ConfigError(path, _line(event), "", "an alias here repeats a value "
+                                      "that contains it, so it never ends; point it at an "
+                                      "anchor outside this value")
                 value, size, depth = anchors[event.anchor]
             else:
                 continue  # stream and document events
@@ -95,12 +96,12 @@ def load_yaml(source: str | bytes, *, path: str) -> Any:
                 problem = (f"more than {MAX_EXPANDED_NODES} YAML nodes"
                            if total > MAX_EXPANDED_NODES
                            else f"values nesting more than {MAX_NESTING_DEPTH} levels deep")
-                raise ConfigError(path, line, "", f"the file has {problem} once aliases are "
-                                  "expanded (each use of an alias counts its whole value)")
+                raise ConfigError(path, _line(event), "", f"the file has {problem} once aliases "
+                                  "are expanded (each use of an alias counts its whole value)")
             if not stack:
                 result.append(value)
                 continue
-            _add(stack[-1], value, size, depth, path, line)
+            _add(stack[-1], value, size, depth, path, event)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         raise ConfigError(path, mark.line + 1 if mark is not None else None, "",
@@ -112,16 +113,20 @@ def load_yaml(source: str | bytes, *, path: str) -> Any:
     return result[0] if result else None
 
 
-def _add(parent: _Open, value: Any, size: int, depth: int, path: str, line: int | None) -> None:
+def _line(event: yaml.Event) -> int | None:
+    return event.start_mark.line + 1 if event.start_mark is not None else None
+
+
+def _add(parent: _Open, value: Any, size: int, depth: int, path: str, event: yaml.Event) -> None:
     parent.size += size
     parent.depth = max(parent.depth, depth + 1)
     if isinstance(parent.value, list):
         parent.value.append(value)
     elif not parent.has_key:
         if isinstance(value, (dict, list)):
-            raise ConfigError(path, line, "", "a mapping key must be a plain value")
+            raise ConfigError(path, _line(event), "", "a mapping key must be a plain value")
         if value in parent.seen:
-            raise ConfigError(path, line, str(value), "duplicate key")
+            raise ConfigError(path, _line(event), str(value), "duplicate key")
         parent.seen.add(value)
         parent.key, parent.has_key = value, True
     else:

@@ -143,7 +143,7 @@ def test_documentation_only_change_passes_with_nothing_planned(
     assert code == 0
     assert json.loads(out) == {
         "plan": {"hash": json.loads(out)["plan"]["hash"], "checks": [], "setup": [],
-                 "order": [], "unverified": []},
+                 "order": [], "unverified": [], "unverified_steps": []},
         "results": [],
         "conclusion": "success",
     }
