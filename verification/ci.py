@@ -42,6 +42,7 @@ from verification.ci_steps import (
     kind_of,
     role,
     shell_of,
+    tools_of,
 )
 from verification.config import ConfigError
 from verification.expressions import (
@@ -111,6 +112,7 @@ class CiCheck:
     command: str
     script: str
     ecosystems: frozenset[Ecosystem]
+    tools: frozenset[str]  # the tools its commands run (`tools.tool_uses`)
     workflow: str
     job: str
     step: str
@@ -327,7 +329,8 @@ class _WorkflowReader:
             check = CiCheck(
                 key=f"{self.stem}.{key.replace('/', '.')}.{_slug(step, entry)}",
                 folder=folder, kind=kind, command=command, script=script,
-                ecosystems=ecosystems_of(script), workflow=self.path, job=key, step=step.label,
+                ecosystems=ecosystems_of(script), tools=tools_of(script), workflow=self.path,
+                job=key, step=step.label,
                 setups=tuple(dict.fromkeys(i.folder for i in installs_seen)),
                 after=previous, notes=step_notes,
             )

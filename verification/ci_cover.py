@@ -43,12 +43,6 @@ _EXTENSIONS = {
     ".cts": Ecosystem.NODE, ".tsx": Ecosystem.NODE, ".vue": Ecosystem.NODE,
     ".svelte": Ecosystem.NODE,
 }  # fmt: skip
-# Kinds of CI check that run a detected check's tool, by the detected check's id.
-_TOOL_KINDS = {"node-lint": {"lint", "format"}, "node-typecheck": {"typecheck"},
-               "ruff": {"lint", "format"}, "mypy": {"typecheck"}}
-# How a command names a tool, where its name alone does not.
-_TOOL_WORDS = {"tsc": r"\btsc\b|vue-tsc|type-?check", "clippy": r"clippy|cargo\s+lint",
-               "rustfmt": r"rustfmt|cargo\s+fmt", "golangci-lint": r"golangci"}
 
 
 def covering(job: CiJob, check: CiCheck, selection: Selection, layout: Layout
@@ -96,11 +90,10 @@ def _concerns(job: CiJob, check: CiCheck, file: str, kind: str, selection: Selec
 
 
 def runs_tool(check: CiCheck, tool: Tool) -> bool:
-    """True when the CI check runs the tool a config configures."""
-    kinds = set().union(*(_TOOL_KINDS.get(c, set()) for c in tool.checks)) if tool.checks \
-        else set()
-    pattern = _TOOL_WORDS.get(tool.name, rf"\b{re.escape(tool.name)}\b")
-    return check.kind in kinds or re.search(pattern, check.script) is not None
+    """True when the CI check runs the tool a config configures: by name (`tools.py` reads
+    its commands), or, when it names no known tool (`pnpm run lint`), by its kind (as
+    `Tool.runs_in` reads a detected check)."""
+    return tool.name in check.tools or (not check.tools and check.kind in tool.kinds)
 
 
 def duplicated_by(workspace: str, command: str, detected: DetectedCheck,

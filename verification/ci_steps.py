@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from verification.tools import kinds, tool_uses
 from verification.workspaces import Ecosystem
 
 StepRole = Literal["publish", "fix", "install", "host", "check"]
@@ -156,7 +157,7 @@ def role(script: str, name: str | None) -> StepRole:
         return "publish"
     if not lines:
         return "host"
-    if any(_FIXES.search(line) for line in lines):
+    if any(_FIXES.search(line) or any(use.writes for use in tool_uses(line)) for line in lines):
         return "fix"
     installs = [line for line in lines if install_ecosystem(line) is not None]
     if all(line in installs or is_host_preparation(line) for line in lines):
@@ -190,12 +191,22 @@ def is_host_preparation(command: str) -> bool:
 
 
 def kind_of(script: str, name: str | None) -> str:
-    """The check kind a script and its step's name suggest; "custom" when none does."""
+    """The check kind of a script: the kind of the first tool it runs (`tools.py`: `cargo
+    clippy` lints, `vitest` tests), else what its step's name or its words suggest; "custom"
+    when none does."""
+    found = kinds(use for line in commands(script) for use in tool_uses(line))
+    if found:
+        return found[0]
     for text in (name or "", script):
         for kind, pattern in _KINDS:
             if pattern.search(text):
                 return kind
     return "custom"
+
+
+def tools_of(script: str) -> frozenset[str]:
+    """The tools the script's commands run, by the names `tools.py` gives them."""
+    return frozenset(use.tool for line in commands(script) for use in tool_uses(line))
 
 
 def ecosystems_of(script: str) -> frozenset[Ecosystem]:

