@@ -48,8 +48,9 @@ WORKDIR /var/lib/ratchet
 USER 10001:10001
 
 EXPOSE 8000
-# Liveness only (/readyz checks the ledger and broker). Workers serve no HTTP: run them with
-# --no-healthcheck (compose: `healthcheck: {disable: true}`). slim has no curl, hence urllib.
+# Liveness only (/readyz: the ledger, the broker and the checks at start). Workers serve no
+# HTTP: run them with --no-healthcheck (compose: `healthcheck: {disable: true}`). slim has no
+# curl, hence urllib.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"]
 
