@@ -8,19 +8,24 @@ come from what the ecosystems resolve locally:
 - Node: `workspace:` specifiers, `file:`/`link:`/`portal:` paths, and a dependency named like a
   member of the same workspace root (npm and yarn link those by name).
 - Python: uv workspace sources and members by name, `path` sources (uv, Poetry).
-- Go: a `replace` by a local folder, and a `require` of a module the same go.work uses.
-- Rust: `path` dependencies (every dependency table, `[workspace.dependencies]` too).
+- Go: a `require` of a module that a `replace` points at a local folder, or that the same
+  go.work uses (a replacement of a module not required does nothing).
+- Rust: crate to crate, `path` dependencies (every dependency table), directly or inherited
+  with `workspace = true` from `[workspace.dependencies]`: one crate's change selects that
+  crate and its dependents, not its whole Cargo workspace.
+- Across languages only where declared: a Python package built by maturin from a crate.
 
 Each edge keeps a reason naming the file and the entry, for `ratchet verify --explain`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from posixpath import normpath
 from typing import Any
 
+from verification.cargo import local_dependencies
 from verification.gomod import parse_go_mod
 from verification.index import join
 from verification.manifests import (
@@ -36,42 +41,53 @@ from verification.workspaces import Ecosystem, Layout
 
 # Node specifiers that point at a folder of the repository.
 _NODE_PATH_PREFIXES = ("file:", "link:", "portal:")
-# Cargo tables that list dependencies.
-_CARGO_TABLES = ("dependencies", "dev-dependencies", "build-dependencies")
+_NODE, _PY, _GO, _RUST = Ecosystem.NODE, Ecosystem.PYTHON, Ecosystem.GO, Ecosystem.RUST
 
 
 @dataclass(frozen=True)
 class Edge:
-    """`dependent` uses `dependency`; `reason` says where that is declared."""
+    """`dependent` uses `dependency`; `reason` says where that is declared. The ecosystems say
+    which part of each the edge links: a Python package built from a crate by maturin
+    (`ecosystem` python, `dependency_ecosystem` rust) is checked again when the crate changes,
+    while a Python change is no concern of the crate's checks."""
 
     dependent: str
     dependency: str
     reason: str
+    ecosystem: Ecosystem
+    dependency_ecosystem: Ecosystem
+    # False for a dependency only the dependent's tests build (a Cargo dev-dependency): the
+    # dependent is checked, what depends on it is not.
+    spreads: bool = True
 
 
 @dataclass
 class DependencyGraph:
-    """Edges between workspaces, indexed by dependency for reverse lookups."""
+    """Edges between workspaces and crates, indexed by dependency for reverse lookups."""
 
     edges: list[Edge] = field(default_factory=list)
-    _dependents: dict[str, list[Edge]] = field(default_factory=dict)
+    _dependents: dict[tuple[str, Ecosystem], list[Edge]] = field(default_factory=dict)
     _dependencies: dict[str, dict[str, None]] = field(default_factory=dict)
 
-    def add(self, dependent: str | None, dependency: str | None, reason: str) -> None:
-        if dependent is None or dependency is None or dependent == dependency:
+    def add(self, dependent: str | None, dependency: str | None, reason: str,
+            ecosystem: Ecosystem, dependency_ecosystem: Ecosystem | None = None, *,
+            spreads: bool = True) -> None:
+        on = dependency_ecosystem or ecosystem
+        if dependent is None or dependency is None or (dependent, ecosystem) == (dependency, on):
             return
-        edge = Edge(dependent, dependency, reason)
+        edge = Edge(dependent, dependency, reason, ecosystem, on, spreads)
         self.edges.append(edge)
-        self._dependents.setdefault(dependency, []).append(edge)
+        self._dependents.setdefault((dependency, on), []).append(edge)
         self._dependencies.setdefault(dependent, {})[dependency] = None
 
     def dependencies(self, workspace: str) -> list[str]:
-        """The workspaces `workspace` depends on directly, in declaration order, once each."""
+        """The folders `workspace` depends on directly, in declaration order, once each."""
         return list(self._dependencies.get(workspace, ()))
 
-    def dependents(self, workspace: str) -> list[Edge]:
-        """The edges of the workspaces that depend on `workspace` directly."""
-        return self._dependents.get(workspace, [])
+    def dependents(self, folder: str, ecosystem: Ecosystem) -> list[Edge]:
+        """The edges of what depends directly on the `ecosystem` part of `folder` (a
+        workspace, or a crate of a Cargo workspace)."""
+        return self._dependents.get((folder, ecosystem), [])
 
 
 def build_graph(layout: Layout, manifests: Manifests) -> DependencyGraph:
@@ -81,6 +97,7 @@ def build_graph(layout: Layout, manifests: Manifests) -> DependencyGraph:
     _python_edges(layout, manifests, graph)
     _go_edges(layout, manifests, graph)
     _rust_edges(layout, manifests, graph)
+    _maturin_edges(layout, manifests, graph)
     return graph
 
 
@@ -105,7 +122,7 @@ def _node_edges(layout: Layout, manifests: Manifests, graph: DependencyGraph) ->
             reason = f'{file}: "{name}": "{spec}"'
             if spec.startswith(_NODE_PATH_PREFIXES):
                 target = normpath(join(path, spec.split(":", 1)[1]))
-                graph.add(path, _workspace_at(layout, target), reason)
+                graph.add(path, _workspace_at(layout, target), reason, _NODE)
                 continue
             alias = spec[len("workspace:"):] if spec.startswith("workspace:") else ""
             if "@" in alias.lstrip("@"):  # workspace:other-name@^1 (an alias)
@@ -113,7 +130,7 @@ def _node_edges(layout: Layout, manifests: Manifests, graph: DependencyGraph) ->
             for target in names.get(name, ()):
                 same_root = layout.install_root(target, Ecosystem.NODE) == root
                 if spec.startswith("workspace:") or same_root:
-                    graph.add(path, target, reason)
+                    graph.add(path, target, reason, _NODE)
 
 
 def _python_edges(layout: Layout, manifests: Manifests, graph: DependencyGraph) -> None:
@@ -137,18 +154,18 @@ def _python_edges(layout: Layout, manifests: Manifests, graph: DependencyGraph) 
             source = mapping(sources.get(name))
             if isinstance(source.get("path"), str):
                 graph.add(path, _workspace_at(layout, normpath(join(path, source["path"]))),
-                          reason)
+                          reason, _PY)
                 continue
             for target in names.get(name, ()):
                 if source.get("workspace") is True:
-                    graph.add(path, target, reason + " (a uv workspace source)")
+                    graph.add(path, target, reason + " (a uv workspace source)", _PY)
                 elif uv_root is not None and _uv_root(layout, target) == uv_root:
-                    graph.add(path, target, reason + " (a member of the same uv workspace)")
+                    graph.add(path, target, reason + " (a member of the same uv workspace)", _PY)
         for name, spec in sorted(poetry_dependencies(pyproject).items()):
             if isinstance(spec, dict) and isinstance(spec.get("path"), str):
                 target = normpath(join(path, spec["path"]))
                 reason = f"{file}: [tool.poetry] {name} = {{ path = {spec['path']!r} }}"
-                graph.add(path, _workspace_at(layout, target), reason)
+                graph.add(path, _workspace_at(layout, target), reason, _PY)
 
 
 def _uv_root(layout: Layout, path: str) -> str | None:
@@ -178,44 +195,49 @@ def _go_edges(layout: Layout, manifests: Manifests, graph: DependencyGraph) -> N
                 used_together[member] = root
     for path, go_mod in parsed.items():
         file = join(path, "go.mod")
-        replaced = set()
-        for module, folder in go_mod.local_replaces:
-            target = normpath(join(path, folder))
-            replaced.add(module)
-            graph.add(path, _workspace_at(layout, target),
-                      f"{file}: replace {module} => {folder}")
-        for module in go_mod.requires:
-            target = modules.get(module)
-            if module in replaced or target is None:
+        replaced = dict(go_mod.local_replaces)
+        work = used_together.get(path)
+        for module in go_mod.requires:  # a replacement of a module not required does nothing
+            if module in replaced:
+                graph.add(path, _workspace_at(layout, normpath(join(path, replaced[module]))),
+                          f"{file}: require {module}, replace {module} => {replaced[module]}",
+                          _GO)
                 continue
-            work = used_together.get(path)
-            if work is not None and used_together.get(target) == work:
+            target = modules.get(module)
+            if target is not None and work is not None and used_together.get(target) == work:
                 used = join(work, "go.work")
-                graph.add(path, target, f"{file}: require {module} (both used by {used})")
+                graph.add(path, target, f"{file}: require {module} (both used by {used})", _GO)
 
 
 def _rust_edges(layout: Layout, manifests: Manifests, graph: DependencyGraph) -> None:
-    crates = sorted(
-        {path for path in _having(layout, "Cargo.toml")} | set(layout.folded)
-    )
-    for crate in crates:
-        file = join(crate, "Cargo.toml")
-        owner = layout.folder_owner(crate)
-        for name, target in _cargo_paths(manifests.toml(file)):
-            graph.add(owner, layout.folder_owner(normpath(join(crate, target))),
-                      f'{file}: {name} = {{ path = "{target}" }}')
+    """Crate to crate: each `path` dependency, inherited ones (`workspace = true`) resolved
+    through the Cargo workspace's `[workspace.dependencies]`."""
+    for crate in sorted(layout.crates):
+        root = layout.cargo_root(crate)
+        root_cargo = manifests.toml(join(root, "Cargo.toml"))
+        cargo = manifests.toml(join(crate, "Cargo.toml"))
+        for dependency in local_dependencies(crate, cargo, root, root_cargo):
+            if dependency.folder in layout.crates:
+                graph.add(crate, dependency.folder, dependency.declared, _RUST,
+                          spreads=not dependency.dev)
 
 
-def _cargo_paths(cargo: dict[str, Any]) -> Iterable[tuple[str, str]]:
-    tables = [cargo.get(name) for name in _CARGO_TABLES]
-    tables.append(mapping(cargo.get("workspace")).get("dependencies"))
-    for target in mapping(cargo.get("target")).values():
-        tables += [mapping(target).get(name) for name in _CARGO_TABLES]
-    for table in tables:
-        for name, spec in mapping(table).items():
-            path = mapping(spec).get("path")
-            if isinstance(path, str):
-                yield name, path
+def _maturin_edges(layout: Layout, manifests: Manifests, graph: DependencyGraph) -> None:
+    """A Python package maturin builds from a crate (`build-backend = "maturin"`, the crate
+    named by `[tool.maturin] manifest-path`, else the Cargo.toml beside the pyproject) is
+    built again, and its Python checks run again, when the crate changes."""
+    for path in _having(layout, "pyproject.toml"):
+        file = join(path, "pyproject.toml")
+        pyproject = manifests.toml(file)
+        maturin = mapping(mapping(pyproject.get("tool")).get("maturin"))
+        backend = mapping(pyproject.get("build-system")).get("build-backend")
+        if backend != "maturin" and not maturin:
+            continue
+        manifest = maturin.get("manifest-path")
+        manifest = normpath(join(path, manifest if isinstance(manifest, str) else "Cargo.toml"))
+        crate = manifest.rpartition("/")[0] or "."
+        if crate in layout.crates:
+            graph.add(path, crate, f"{file}: built by maturin from {manifest}", _PY, _RUST)
 
 
 def _workspace_at(layout: Layout, folder: str) -> str | None:

@@ -45,6 +45,10 @@ RESOURCE_DIRS = frozenset(
 FIXTURE_DIRS = RESOURCE_DIRS | {"__tests__"}
 # Folders whose files are read by tests: a Markdown file there is a test input, not docs.
 TEST_DIRS = FIXTURE_DIRS | {"test", "tests", "e2e", "__mocks__"}
+# Folders whose files only their package's own tests read: a change there checks the package,
+# not what depends on it (templates and resources may ship with the package).
+TEST_ONLY_DIRS = (FIXTURE_DIRS - {"templates", "template", "resources"}) | {
+    "test", "tests", "e2e", "__mocks__"}
 
 _PYTHON_TEST = re.compile(r"(?:test_.*|.*_test)\.py\Z")
 
@@ -57,6 +61,8 @@ class RepoIndex:
     names: dict[str, set[str]] = field(default_factory=dict)
     python_tests: list[str] = field(default_factory=list)
     workflows: list[str] = field(default_factory=list)  # files in .github/workflows
+    # The other Python files: tests where a pytest config names them (`python_files`).
+    python_sources: list[str] = field(default_factory=list)
 
     @classmethod
     def from_paths(cls, paths: Iterable[str]) -> RepoIndex:
@@ -66,12 +72,12 @@ class RepoIndex:
         counts once per workspace wherever it is used.
         """
         index = cls()
-        names, tests = index.names, index.python_tests
+        names, tests, sources = index.names, index.python_tests, index.python_sources
         skipped: dict[str, bool] = {}
         for path in paths:
             folder, _, name = path.rpartition("/")
             watched = name in WATCHED_NAMES or name.startswith(WATCHED_PREFIXES)
-            if not watched and not (name.endswith(".py") and _PYTHON_TEST.match(name)):
+            if not watched and not name.endswith(".py"):
                 if folder == WORKFLOWS_FOLDER:
                     index.workflows.append(path)
                 continue
@@ -82,8 +88,10 @@ class RepoIndex:
                 continue  # installed dependencies and caches are never the project's own
             if watched:
                 names.setdefault(folder or ".", set()).add(name)
-            else:
+            elif _PYTHON_TEST.match(name):
                 tests.append(path)
+            else:
+                sources.append(path)
         return index
 
     def has(self, folder: str, name: str) -> bool:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 from posixpath import basename, normpath
 
 from plumbing.files import printable_path
+from verification.cargo import crate_name
 from verification.checks import DetectedCheck
 from verification.ci import CiCheck, CiJob, CiPlan, read_ci
 from verification.ci_cover import covering, duplicated_by
@@ -46,7 +47,7 @@ from verification.index import RepoIndex, join, shapes_plan
 from verification.manifests import Manifests
 from verification.model import Plan, PlannedCheck, PlannedWorkspace, UnverifiedStep, shown
 from verification.node_runner import loads_build_output
-from verification.runners import Runners
+from verification.runners import Runners, narrow_cargo
 from verification.select import (
     LOCKFILES,
     Selection,
@@ -292,7 +293,7 @@ class _Assembly:
             for file in selection.global_files:
                 because.setdefault(file, ("shapes every build",))
             for check, detected in self._workspace_checks(workspace):
-                self._add(check, detected, _concerning(because, detected, selection))
+                self._add(check, detected, _concerning(because, workspace, detected, selection))
         self._add_running(selection)
 
     def _add_running(self, selection: Selection) -> None:
@@ -327,7 +328,7 @@ class _Assembly:
                     for check, detected in self._workspace_checks(root):
                         if check.kind == kind and (detected is None or
                                                    detected.ecosystem is ecosystem):
-                            covered = _concerning(because, detected, selection)
+                            covered = _concerning(because, workspace, detected, selection)
                             self._add(check, detected, {f: (*s, step) for f, s in covered.items()})
 
     def add_ci(self, ci: CiPlan, selection: Selection) -> None:
@@ -434,7 +435,7 @@ class _Assembly:
         uses: dict[str, set[str]] = {}
         for workspace in sorted(self.checks):
             entries = self.checks[workspace]
-            planned += [check for check, _ in entries]
+            planned += [self._narrowed(check, detected, selection) for check, detected in entries]
             if workspace in self.configured:
                 setups.setdefault(workspace, []).extend(self.configured[workspace].setup)
                 continue
@@ -526,6 +527,28 @@ class _Assembly:
                     found.setdefault((install.folder, install.ecosystem), install.command)
         return found
 
+    def _narrowed(self, check: PlannedCheck, detected: DetectedCheck | None,
+                  selection: Selection) -> PlannedCheck:
+        """A Cargo workspace's `--workspace` command run for the selected crates only (`-p`
+        each), when they are some of its crates: the changed ones and their dependents."""
+        crates = selection.narrowed(check.workspace)
+        if detected is None or detected.ecosystem is not Ecosystem.RUST or not crates:
+            return check
+        every = self.layout.cargo_crates(check.workspace)
+        names = [crate_name(self.runners.manifests.toml(join(crate, "Cargo.toml"))) or crate
+                 for crate in every if crate in crates]
+        command = narrow_cargo(check.command, names)
+        if len(names) == len(every) or command == check.command:
+            return check
+        step = (f"cargo runs the {len(names)} of {len(every)} crates of the Cargo workspace "
+                f"that changed or depend on a change: "
+                + "; ".join(f"{name} ({crates[crate][-1]})"
+                            for name, crate in zip(names, (c for c in every if c in crates),
+                                                   strict=True)))
+        self.reasons[check.key] = {file: (*steps, step)
+                                   for file, steps in self.reasons[check.key].items()}
+        return replace(check, command=command)
+
     def _workspace_checks(self, workspace: str) -> list[tuple[PlannedCheck, DetectedCheck | None]]:
         if workspace in self.configured:
             entry = self.configured[workspace]
@@ -570,15 +593,16 @@ def _without_cycles(needs: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, .
     return {key: tuple(found) for key, found in kept.items()}
 
 
-def _concerning(because: dict[str, tuple[str, ...]], detected: DetectedCheck | None,
-                selection: Selection) -> dict[str, tuple[str, ...]]:
-    """The reasons that apply to a check: a file that concerns one ecosystem only selects
-    that ecosystem's detected checks, a tool's config only the checks running that tool
-    (configured checks run for any file)."""
+def _concerning(because: dict[str, tuple[str, ...]], workspace: str,
+                detected: DetectedCheck | None, selection: Selection
+                ) -> dict[str, tuple[str, ...]]:
+    """The reasons that apply to a check run for `workspace`: a file that concerns some
+    ecosystems of it only selects those ecosystems' detected checks, a tool's config only
+    the checks running that tool (configured checks run for any file)."""
     if detected is None:
         return because
     return {f: s for f, s in because.items()
-            if selection.only.get(f, detected.ecosystem) is detected.ecosystem
+            if selection.concerns(workspace, f, detected.ecosystem)
             and (f not in selection.tools or selection.tools[f].runs_in(detected))}
 
 

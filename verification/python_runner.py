@@ -22,13 +22,13 @@ from __future__ import annotations
 import configparser
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase as fnmatch
 from posixpath import normpath
 
 from verification.checks import DetectedCheck
-from verification.index import RESOURCE_DIRS, RepoIndex, has_part, join, relative
+from verification.index import RESOURCE_DIRS, RepoIndex, has_part, is_below, join, relative
 from verification.manifests import (
     Manifests,
     mapping,
@@ -47,42 +47,57 @@ PYTEST_COMMAND = f"python -m pytest {PYTEST_ARGS}"
 _PY = Ecosystem.PYTHON
 # The tools each detected check runs (tox, nox and make run pytest too).
 _RUFF, _MYPY, _PYTEST = frozenset({"ruff"}), frozenset({"mypy"}), frozenset({"pytest"})
-# The pytest options that decide which test files a run collects.
-_KEYS = ("testpaths", "norecursedirs", "python_files")
+# pytest's own `python_files` when the configuration sets none.
+_PYTHON_FILES = ("test_*.py", "*_test.py")
 # pytest's own `norecursedirs` when the configuration sets none.
 _NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
 
 
 @dataclass
 class PythonTests:
-    """Test files of each workspace (relative to it), and fixture folders holding test-named
-    files that an unconfigured pytest must not collect."""
+    """Python files of each workspace (relative to it): those named like pytest's default
+    tests (`files`) and the others (`sources`, candidates of a configured `python_files`),
+    and the folders holding test-named files that an unconfigured pytest must not collect:
+    fixture folders, and crates of a Cargo workspace (a parser's inputs are its data)."""
 
     files: dict[str, list[str]] = field(default_factory=dict)
+    sources: dict[str, list[str]] = field(default_factory=dict)
     fixture_dirs: dict[str, set[str]] = field(default_factory=dict)
 
     @classmethod
     def from_index(cls, index: RepoIndex, layout: Layout) -> PythonTests:
         found = cls()
-        by_folder: dict[str, list[str]] = {}
-        for path in index.python_tests:
-            folder, _, name = path.rpartition("/")
-            by_folder.setdefault(folder or ".", []).append(name)
-        for folder, names in by_folder.items():  # a folder holds many tests: decide once
-            workspace = layout.folder_owner(folder)
-            if workspace is None:
-                continue
-            inside = relative(folder, workspace)
-            assert inside is not None
-            part = has_part(inside + "/", RESOURCE_DIRS)
-            if part is None:
-                prefix = "" if inside == "." else inside + "/"
-                found.files.setdefault(workspace, []).extend(prefix + name for name in names)
-                continue
-            parts = inside.split("/")
-            found.fixture_dirs.setdefault(workspace, set()).add(
-                "/".join(parts[: parts.index(part) + 1]))
+        for paths, into, data in ((index.python_tests, found.files, True),
+                                  (index.python_sources, found.sources, False)):
+            by_folder: dict[str, list[str]] = {}
+            for path in paths:
+                folder, _, name = path.rpartition("/")
+                by_folder.setdefault(folder or ".", []).append(name)
+            for folder, names in by_folder.items():  # a folder holds many files: decide once
+                found._add(folder, names, into, layout, data=data)
         return found
+
+    def _add(self, folder: str, names: list[str], into: dict[str, list[str]], layout: Layout,
+             *, data: bool) -> None:
+        workspace = layout.folder_owner(folder)
+        if workspace is None:
+            return
+        inside = relative(folder, workspace)
+        assert inside is not None
+        home = layout.folder_home(folder)
+        if home is not None and home != workspace and home not in layout.workspaces:
+            if data:  # below a crate of the Cargo workspace: the crate's data
+                self.fixture_dirs.setdefault(workspace, set()).add(
+                    relative(home, workspace) or home)
+            return
+        part = has_part(inside + "/", RESOURCE_DIRS)
+        if part is None:
+            prefix = "" if inside == "." else inside + "/"
+            into.setdefault(workspace, []).extend(prefix + name for name in names)
+        elif data:
+            parts = inside.split("/")
+            self.fixture_dirs.setdefault(workspace, set()).add(
+                "/".join(parts[: parts.index(part) + 1]))
 
 
 def python_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: Manifests,
@@ -123,7 +138,10 @@ def python_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: M
 
     config = _pytest_config(workspace, pyproject, manifests, index)
     testpaths = config.testpaths
-    files = [f for f in tests.files.get(workspace, []) if config.collects(f)]
+    candidates = tests.files.get(workspace, [])
+    if config.python_files:
+        candidates = [*candidates, *tests.sources.get(workspace, [])]
+    files = [f for f in candidates if config.collects(f)]
     if files:
         checks.append(DetectedCheck("pytest", "test", _test_command(
             workspace, runner, index, manifests, pyproject,
@@ -179,14 +197,26 @@ class PytestConfig:
 
     testpaths: tuple[str, ...] = ()
     norecursedirs: tuple[str, ...] = _NORECURSE
-    python_files: tuple[str, ...] = ()
+    python_files: tuple[str, ...] = ()  # empty: pytest's default, test_*.py and *_test.py
+    ignores: tuple[str, ...] = ()  # addopts' --ignore paths and --ignore-glob patterns
     configured: bool = False
 
     @classmethod
-    def from_options(cls, options: Mapping[str, list[str]]) -> PytestConfig:
-        return cls(tuple(normpath(p) for p in options["testpaths"]),
-                   tuple(options["norecursedirs"]) or _NORECURSE, tuple(options["python_files"]),
-                   configured=True)
+    def from_options(cls, options: Mapping[str, object]) -> PytestConfig:
+        """From a configuration's options: lists (TOML) or whitespace-separated strings."""
+        def words(key: str) -> list[str]:
+            value = options.get(key)
+            return strings(value) if isinstance(value, list) else str(value or "").split()
+
+        addopts = options.get("addopts")
+        try:
+            flags = strings(addopts) if isinstance(addopts, list) else shlex.split(
+                str(addopts or ""))
+        except ValueError:  # an unbalanced quote: pytest would refuse to start
+            flags = []
+        return cls(tuple(normpath(p) for p in words("testpaths")),
+                   tuple(words("norecursedirs")) or _NORECURSE, tuple(words("python_files")),
+                   tuple(_ignored(flags)), configured=True)
 
     def collects(self, path: str) -> bool:
         """Whether pytest run from the workspace collects the test file `path` (relative)."""
@@ -194,32 +224,58 @@ class PytestConfig:
         if self.testpaths and not any(path.startswith(t + "/") or t == "." or t == path
                                       for t in self.testpaths):
             return False
-        if self.python_files and not any(fnmatch(name, p) for p in self.python_files):
+        if not any(fnmatch(name, p) for p in self.python_files or _PYTHON_FILES):
+            return False
+        if any(is_below(path, p) or fnmatch(path, p) for p in self.ignores):
             return False
         parts = folders.split("/") if folders else []
         return not any(fnmatch(part, p) for part in parts for p in self.norecursedirs)
 
 
+def _ignored(flags: list[str]) -> Iterator[str]:
+    """The paths (and globs) `--ignore` / `--ignore-glob` in `addopts` keep pytest out of."""
+    for at, flag in enumerate(flags):
+        name, equals, rest = flag.partition("=")
+        if name in ("--ignore", "--ignore-glob"):
+            found = rest if equals else (flags[at + 1] if at + 1 < len(flags) else "")
+            if found:
+                yield normpath(found.removeprefix("./"))
+
+
 def _pytest_config(workspace: str, pyproject: dict[str, object], manifests: Manifests,
                    index: RepoIndex) -> PytestConfig:
-    """pytest's configuration for the workspace (`testpaths`, `norecursedirs`, `python_files`)."""
-    options = mapping(mapping(mapping(pyproject.get("tool")).get("pytest")).get("ini_options"))
-    if options or "ini_options" in mapping(mapping(pyproject.get("tool")).get("pytest")):
-        return PytestConfig.from_options({key: strings(value) if isinstance(
-            value := options.get(key), list) else str(value or "").split() for key in _KEYS})
-    for name, section in (("pytest.ini", "pytest"), ("tox.ini", "pytest"),
-                          ("setup.cfg", "tool:pytest")):
-        if not index.has(workspace, name):
-            continue
-        parser = configparser.ConfigParser(interpolation=None, strict=False)
-        try:
-            parser.read_string(manifests.text(join(workspace, name)) or "")
-        except configparser.Error:
-            continue
-        if parser.has_section(section):
-            return PytestConfig.from_options(
-                {key: parser.get(section, key, fallback="").split() for key in _KEYS})
+    """pytest's configuration for the workspace, from the first file pytest reads it from
+    (https://docs.pytest.org/en/stable/reference/customize.html): `pytest.ini`, then
+    `pyproject.toml` (`[tool.pytest.ini_options]`, or pytest 9's native `[tool.pytest]`),
+    `tox.ini`, `setup.cfg`."""
+    if index.has(workspace, "pytest.ini"):  # it wins even when empty
+        ini = _ini_options(workspace, "pytest.ini", "pytest", manifests, index)
+        return PytestConfig.from_options(ini or {})
+    table = mapping(mapping(pyproject.get("tool")).get("pytest"))
+    if "ini_options" in table:
+        return PytestConfig.from_options(mapping(table["ini_options"]))
+    if table:
+        return PytestConfig.from_options(table)
+    for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+        ini = _ini_options(workspace, name, section, manifests, index)
+        if ini is not None:
+            return PytestConfig.from_options(ini)
     return PytestConfig(configured=_has(index, workspace, "conftest.py"))
+
+
+def _ini_options(workspace: str, name: str, section: str, manifests: Manifests,
+                 index: RepoIndex) -> dict[str, object] | None:
+    """The options of `section` in the workspace's ini file `name`, None without one."""
+    if not index.has(workspace, name):
+        return None
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(manifests.text(join(workspace, name)) or "")
+    except configparser.Error:
+        return None
+    if not parser.has_section(section):
+        return None
+    return dict(parser.items(section))
 
 
 def _dependencies(workspace: str, index: RepoIndex, manifests: Manifests) -> set[str]:

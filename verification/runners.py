@@ -8,6 +8,9 @@ install a fresh worktree needs at an install root. Results are cached per plan.
 
 from __future__ import annotations
 
+import re
+import shlex
+
 from verification.checks import KIND_ORDER, DetectedCheck
 from verification.index import RepoIndex
 from verification.manifests import Manifests
@@ -25,6 +28,13 @@ CARGO_CHECKS = (
     DetectedCheck("cargo-test", "test", "cargo test --workspace", Ecosystem.RUST,
                   frozenset({"cargo test"})),
 )
+
+
+def narrow_cargo(command: str, crates: list[str]) -> str:
+    """A Cargo command run for `crates` only: its `--workspace` (or `--all`) becomes one
+    `-p NAME` per crate. A command without either is returned as it is."""
+    packages = " ".join(f"-p {shlex.quote(name)}" for name in crates)
+    return re.sub(r"(?<!\S)--(?:workspace|all)(?!\S)", lambda _: packages, command, count=1)
 
 
 class Runners:

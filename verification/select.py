@@ -27,6 +27,7 @@ Each selected workspace keeps, per changed file, the steps that led to it.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from verification.checks import DetectedCheck
 from verification.config import CONFIG_PATH, VerifyConfig
 from verification.globs import ignore_matches
 from verification.graph import DependencyGraph
-from verification.index import TEST_DIRS, has_part, join, parent
+from verification.index import TEST_DIRS, TEST_ONLY_DIRS, has_part, join, parent, relative
 from verification.lockfiles import DIFFED, affected_importers
 from verification.manifests import Manifests, node_dependencies
 from verification.tree import Tree
@@ -107,6 +108,10 @@ SHARED_FILES = {
 }  # fmt: skip
 SHARED_PREFIXES = (("babel.config.", _NODE),)
 
+# Test files by name, in any language (the folders are `TEST_ONLY_DIRS`).
+_TEST_NAME = re.compile(r"(?:^|/)(?:test_[^/]*\.py|[^/]*_test\.(?:py|go|rs)|conftest\.py"
+                        r"|[^/]*\.(?:test|spec)\.[cm]?[jt]sx?)$")
+
 
 @dataclass(frozen=True)
 class Tool:
@@ -172,6 +177,10 @@ class FileStatus:
     detail: str
 
 
+# A part of the dependency graph: a workspace's (or a crate's) checks of one ecosystem.
+Part = tuple[str, Ecosystem]
+
+
 @dataclass
 class Selection:
     """Changed files by kind, and the selected workspaces with the steps from each file."""
@@ -179,21 +188,46 @@ class Selection:
     files: dict[str, FileStatus] = field(default_factory=dict)
     global_files: list[str] = field(default_factory=list)
     reasons: dict[str, dict[str, Steps]] = field(default_factory=dict)
-    # A file that concerns one ecosystem (a lockfile, a tool config) selects only that
-    # ecosystem's checks of a workspace holding several (a Cargo root with a pyproject).
-    only: dict[str, Ecosystem] = field(default_factory=dict)
+    # Per workspace and file, the ecosystems whose checks the file concerns (None: all): a
+    # lockfile, a tool config or a Rust file selects only its ecosystem's checks of a
+    # workspace holding several (a Cargo root with a pyproject).
+    ecosystems: dict[str, dict[str, frozenset[Ecosystem] | None]] = field(default_factory=dict)
     # A tool config selects only the detected checks running that tool.
     tools: dict[str, Tool] = field(default_factory=dict)
     # A CI file or root Makefile: verified only by the checks whose command runs it.
     runs: dict[str, Runs] = field(default_factory=dict)
+    # Per Cargo workspace, the crates selected, with the steps to each: its cargo commands
+    # run for those (`-p`), unless it is selected as a whole (`whole`: a lockfile, a
+    # toolchain pin, a file outside its crates).
+    crates: dict[str, dict[str, Steps]] = field(default_factory=dict)
+    whole: set[str] = field(default_factory=set)
+    # (workspace, file) pairs a file selects itself, not through a dependency edge.
+    direct: set[tuple[str, str]] = field(default_factory=set)
 
-    def add(self, workspace: str, file: str, steps: Steps) -> bool:
-        """Record that `file` selects `workspace`; False when it already did."""
-        known = self.reasons.setdefault(workspace, {})
-        if file in known:
-            return False
-        known[file] = steps
-        return True
+    def add(self, workspace: str, file: str, steps: Steps, ecosystem: Ecosystem | None = None,
+            *, crate: str | None = None, direct: bool = True) -> None:
+        """Record that `file` selects the `ecosystem` checks (None: all) of `workspace`; the
+        steps of the first path found are kept."""
+        self.reasons.setdefault(workspace, {}).setdefault(file, steps)
+        scopes = self.ecosystems.setdefault(workspace, {})
+        known = scopes.get(file, frozenset())
+        added = None if ecosystem is None else frozenset({ecosystem})
+        scopes[file] = None if known is None or added is None else known | added
+        if crate is not None:
+            self.crates.setdefault(workspace, {}).setdefault(crate, steps)
+        if direct:
+            self.direct.add((workspace, file))
+
+    def concerns(self, workspace: str, file: str, ecosystem: Ecosystem) -> bool:
+        """True when `file` selects `ecosystem`'s checks of `workspace`."""
+        scope = self.ecosystems.get(workspace, {}).get(file)
+        return scope is None or ecosystem in scope
+
+    def narrowed(self, workspace: str) -> dict[str, Steps] | None:
+        """The crates a Cargo workspace's commands run for, with why; None for all of them."""
+        if workspace in self.whole or self.global_files:
+            return None
+        return self.crates.get(workspace)
 
 
 def is_documentation(path: str) -> bool:
@@ -212,6 +246,22 @@ def is_global_file(path: str) -> bool:
     return path == CONFIG_PATH or path in GLOBAL_ROOT_FILES
 
 
+def is_test_file(path: str) -> bool:
+    """True for a file only its own package's tests read: below a test or fixture folder, or
+    named like a test (`test_x.py`, `x_test.go`, `x.test.ts`, `conftest.py`). Its package's
+    dependents never load it, so they are not checked for it."""
+    return has_part(path, TEST_ONLY_DIRS) is not None or _TEST_NAME.search(path) is not None
+
+
+# A source file's language: a file of one selects only that ecosystem's checks of a workspace
+# holding several; a file of none (data, C, docs) selects them all.
+LANGUAGES = {
+    ".rs": _RUST, ".go": _GO, ".py": _PY, ".pyi": _PY, ".pyx": _PY, ".pxd": _PY,
+    ".js": _NODE, ".jsx": _NODE, ".mjs": _NODE, ".cjs": _NODE, ".ts": _NODE, ".tsx": _NODE,
+    ".mts": _NODE, ".cts": _NODE, ".vue": _NODE, ".svelte": _NODE, ".astro": _NODE,
+}  # fmt: skip
+
+
 def select(
     changed: Iterable[str],
     layout: Layout,
@@ -228,7 +278,9 @@ def select(
     """
     selection = Selection()
     declarations = {d.file: d for d in layout.declarations.values()}
+    seeds: list[tuple[Part, str, Steps]] = []
     for path in changed:
+        pick = _Picker(layout, selection, path, seeds)
         pattern = next((p for p in config.ignore if ignore_matches(p, path)), None)
         if pattern is not None:
             selection.files[path] = FileStatus("ignored", f"verify.ignore: {pattern!r}")
@@ -241,38 +293,106 @@ def select(
         elif is_documentation(path):
             selection.files[path] = FileStatus("documentation", "nothing to check")
         elif basename(path) in LOCKFILES:
-            _lockfile(path, layout, manifests, base, selection)
+            _lockfile(path, layout, manifests, base, selection, pick)
         elif path in declarations:
             declaration = declarations[path]
             members = [declaration.root, *declaration.members]
-            selection.only[path] = declaration.ecosystem
             if declaration.ecosystem is _GO and declaration.root not in declaration.members:
                 members.remove(declaration.root)  # go.work's own folder is not used unless listed
             for workspace in members:
                 if workspace in layout.workspaces:
-                    selection.add(workspace, path, (f"{path} declares the {declaration.ecosystem} "
-                                                    f"workspace {declaration.root}",))
+                    pick(workspace, (f"{path} declares the {declaration.ecosystem} workspace "
+                                     f"{declaration.root}",), declaration.ecosystem)
             selection.files[path] = FileStatus(
                 "shared", f"declares {len(declaration.members)} {declaration.ecosystem} members")
         elif (tool := tool_of(path)) is not None:
-            _tool_config(path, tool, layout, selection)
-        elif _shared(path, layout, selection) is None:
-            _code(path, layout, selection)
+            _tool_config(path, tool, layout, selection, pick)
+        elif _shared(path, layout, selection, pick) is None:
+            _code(path, layout, selection, pick)
     if graph is not None:
-        _add_dependents(selection, graph)
+        _add_dependents(selection, layout, graph, seeds)
     return selection
 
 
-def _code(path: str, layout: Layout, selection: Selection) -> None:
-    workspace = layout.owner(path)
-    if workspace is None:
+class _Picker:
+    """Selects for one changed file: a workspace's checks of an ecosystem (all of them for
+    None), or a crate's (`as_crate`: the crate's own change, not its whole Cargo workspace's),
+    and keeps the parts reached as the seeds of the dependents' search (`spread`)."""
+
+    def __init__(self, layout: Layout, selection: Selection, file: str,
+                 seeds: list[tuple[Part, str, Steps]]) -> None:
+        self.layout = layout
+        self.selection = selection
+        self.file = file
+        self.seeds = seeds
+
+    def __call__(self, folder: str, steps: Steps, ecosystem: Ecosystem | None = None, *,
+                 as_crate: bool = False, spread: bool = True) -> None:
+        parts = select_part(self.layout, self.selection, folder, self.file, steps, ecosystem,
+                            as_crate=as_crate, direct=True)
+        if spread:
+            self.seeds += [(part, self.file, steps) for part in parts]
+
+
+def select_part(layout: Layout, selection: Selection, folder: str, file: str, steps: Steps,
+                ecosystem: Ecosystem | None, *, as_crate: bool, direct: bool) -> list[Part]:
+    """Record that `file` selects the `ecosystem` checks (None: all) of `folder`; return the
+    parts of the dependency graph so selected. A crate of a Cargo workspace selected `as_crate`
+    selects its workspace's cargo commands for that crate only; a Cargo workspace selected as
+    a whole, every crate of it."""
+    workspace = layout.workspaces.get(folder)
+    if ecosystem is not None:
+        ecosystems = [ecosystem]
+    elif workspace is not None and (workspace.ecosystems or folder in layout.folded):
+        ecosystems = sorted(workspace.ecosystems | ({_RUST} if folder in layout.folded else set()))
+    else:
+        selection.add(folder, file, steps, None, direct=direct)  # a configured workspace
+        return []
+    parts: list[Part] = []
+    for eco in ecosystems:
+        root = layout.cargo_root(folder) if eco is _RUST else folder
+        declared = eco is _RUST and (_RUST, root) in layout.declarations
+        if declared and folder in layout.crates and (as_crate or root != folder):
+            selection.add(root, file, steps, _RUST, crate=folder, direct=direct)
+            parts.append((folder, _RUST))
+            continue
+        selection.add(folder, file, steps, eco, direct=direct)
+        if declared:  # the whole Cargo workspace: every crate of it
+            selection.whole.add(folder)
+            parts += [(crate, _RUST) for crate in layout.cargo_crates(folder)]
+        else:
+            parts.append((folder, eco))
+    return parts
+
+
+def _code(path: str, layout: Layout, selection: Selection, pick: _Picker) -> None:
+    """The workspace or crate holding `path`: a file inside a crate of a Cargo workspace is the
+    crate's; elsewhere a source file's language picks its ecosystem's checks of a workspace
+    holding several. A test file selects its own package only."""
+    home = layout.home(path)
+    if home is None:
         selection.files[path] = FileStatus("outside", "in no workspace")
         return
-    selection.files[path] = FileStatus("code", f"in workspace {workspace}")
-    selection.add(workspace, path, (f"in {workspace}",))
+    test = is_test_file(relative(path, home) or path)
+    where = f"a test file in {home}" if test else f"in {home}"
+    if home not in layout.workspaces:  # a crate folded into its Cargo workspace
+        root = layout.cargo_root(home)
+        detail = f"in crate {home} of the Cargo workspace {root}"
+        pick(home, (where,), _RUST, as_crate=True, spread=not test)
+    else:
+        ecosystems = layout.workspaces[home].ecosystems | (
+            {_RUST} if home in layout.folded else set())
+        language = LANGUAGES.get(splitext(path)[1])
+        ecosystem = language if language in ecosystems else None
+        detail = f"in workspace {home}" + (f" ({ecosystem} checks)" if ecosystem and len(
+            ecosystems) > 1 else "")
+        pick(home, (where,), ecosystem, as_crate=True, spread=not test)
+    if test:
+        detail += ": a test file, its package's dependents are not checked for it"
+    selection.files[path] = FileStatus("code", detail)
 
 
-def _shared(path: str, layout: Layout, selection: Selection) -> Ecosystem | None:
+def _shared(path: str, layout: Layout, selection: Selection, pick: _Picker) -> Ecosystem | None:
     """Select what a shared config or toolchain file concerns; None when `path` is none."""
     name = basename(path)
     folder = parent_folder(path)
@@ -286,15 +406,14 @@ def _shared(path: str, layout: Layout, selection: Selection) -> Ecosystem | None
     if not scope:
         return None  # no workspace of its kind below: an ordinary file of its workspace
     where = "the repository" if folder == "." else folder
-    selection.only[path] = ecosystem
     for workspace in scope:
-        step = f"{name} configures every {ecosystem} workspace in {where}"
-        selection.add(workspace, path, (step,))
+        pick(workspace, (f"{name} configures every {ecosystem} workspace in {where}",), ecosystem)
     selection.files[path] = FileStatus("shared", f"{ecosystem} config for {len(scope)} workspaces")
     return ecosystem
 
 
-def _tool_config(path: str, tool: Tool, layout: Layout, selection: Selection) -> None:
+def _tool_config(path: str, tool: Tool, layout: Layout, selection: Selection,
+                 pick: _Picker) -> None:
     """Select the workspaces of the tool's ecosystem at or below the config's folder (else the
     workspace holding it), for the checks running that tool only."""
     folder = parent_folder(path)
@@ -306,19 +425,18 @@ def _tool_config(path: str, tool: Tool, layout: Layout, selection: Selection) ->
         selection.files[path] = FileStatus("outside", f"{tool.name} config for no "
                                                       f"{tool.ecosystem} workspace")
         return
-    selection.only[path] = tool.ecosystem
     selection.tools[path] = tool
     where = "the repository" if folder == "." else folder
     for workspace in scope:
-        selection.add(workspace, path, (f"{basename(path)} configures {tool.name} for the "
-                                        f"{tool.ecosystem} workspaces in {where}",))
+        pick(workspace, (f"{basename(path)} configures {tool.name} for the {tool.ecosystem} "
+                         f"workspaces in {where}",), tool.ecosystem)
     selection.files[path] = FileStatus(
         "shared", f"{tool.name} config: only the checks running {tool.name} in {len(scope)} "
                   "workspaces")
 
 
 def _lockfile(path: str, layout: Layout, manifests: Manifests, base: Tree | None,
-              selection: Selection) -> None:
+              selection: Selection, pick: _Picker) -> None:
     name = basename(path)
     ecosystem = LOCKFILES[name]
     folder = parent_folder(path)
@@ -334,7 +452,6 @@ def _lockfile(path: str, layout: Layout, manifests: Manifests, base: Tree | None
     if not scope:
         selection.files[path] = FileStatus("outside", f"no {ecosystem} workspace installs from it")
         return
-    selection.only[path] = ecosystem
     direct = None
     if name == "yarn.lock":
         direct = {_relative_key(w, folder): node_dependencies(
@@ -352,21 +469,44 @@ def _lockfile(path: str, layout: Layout, manifests: Manifests, base: Tree | None
             chosen = [folder] if folder in scope else scope
             why = "changed no package's resolution; checked at its install root"
     for workspace in chosen:
-        selection.add(workspace, path, (f"{name} {why} {workspace}",))
+        pick(workspace, (f"{name} {why} {workspace}",), ecosystem)
     count = f"{len(chosen)} of {len(scope)} workspaces"
     selection.files[path] = FileStatus("lockfile", f"{why.rstrip(':')} {count}")
 
 
-def _add_dependents(selection: Selection, graph: DependencyGraph) -> None:
-    """Select every workspace depending on a selected one, keeping the first path found."""
-    frontier = deque((w, f, s) for w, files in sorted(selection.reasons.items())
-                     for f, s in files.items())
+def _add_dependents(selection: Selection, layout: Layout, graph: DependencyGraph,
+                    seeds: list[tuple[Part, str, Steps]]) -> None:
+    """Select everything depending on a seed's part, transitively, keeping the first path
+    found. Files selecting the same part share one search of the graph."""
+    reached: dict[Part, list[tuple[Part, Steps]]] = {}
+    for part, file, steps in seeds:
+        if part not in reached:
+            reached[part] = _dependents(part, graph)
+        for (folder, ecosystem), path in reached[part]:
+            select_part(layout, selection, folder, file, (*steps, *path), ecosystem,
+                        as_crate=True, direct=False)
+
+
+def _dependents(start: Part, graph: DependencyGraph) -> list[tuple[Part, Steps]]:
+    """Every part depending on `start`, transitively (breadth first), with the edges to it.
+    A part reached only through an edge that does not spread (a crate's dev-dependency) is
+    selected, and what depends on it is not."""
+    found: dict[Part, Steps] = {}
+    spread = {start}
+    frontier: deque[tuple[Part, Steps]] = deque([(start, ())])
     while frontier:
-        workspace, file, steps = frontier.popleft()
-        for edge in graph.dependents(workspace):
-            longer = (*steps, f"{edge.dependent} depends on {workspace} ({edge.reason})")
-            if selection.add(edge.dependent, file, longer):
-                frontier.append((edge.dependent, file, longer))
+        (folder, ecosystem), path = frontier.popleft()
+        for edge in graph.dependents(folder, ecosystem):
+            part = (edge.dependent, edge.ecosystem)
+            if part in spread:
+                continue
+            longer = (*path, f"{edge.dependent} depends on {folder} ({edge.reason})")
+            found.setdefault(part, longer)
+            if edge.spreads:
+                spread.add(part)
+                frontier.append((part, longer))
+    found.pop(start, None)
+    return list(found.items())
 
 
 def parent_folder(path: str) -> str:

@@ -24,9 +24,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from posixpath import normpath
+from posixpath import basename, normpath
 
-from verification.globs import GlobSet
+from verification.cargo import cargo_members, crate_name
+from verification.globs import GlobSet, compile_glob
 from verification.gomod import parse_go_mod, parse_go_work_uses
 from verification.index import FIXTURE_DIRS, RepoIndex, has_part, is_below, join, parent, relative
 from verification.manifests import Manifests, mapping, strings
@@ -53,21 +54,34 @@ MANIFEST_ECOSYSTEM = {
 # Folders of tests: a Node or Python manifest there that no workspace declares and that has no
 # lockfile is how the tests load (a module-type package.json) or what they read, not a project.
 _TEST_FOLDERS = frozenset({"test", "tests", "__tests__", "e2e"})
-_DATA_MANIFESTS = frozenset({"package.json", "pyproject.toml", "setup.py", "setup.cfg"})
-_LOCKFILES = frozenset({
-    "pnpm-lock.yaml", "yarn.lock", "package-lock.json", "npm-shrinkwrap.json", "bun.lock",
-    "bun.lockb", "uv.lock", "poetry.lock",
-})  # fmt: skip
+_DATA_MANIFESTS = frozenset({"package.json", "pyproject.toml", "setup.py", "setup.cfg",
+                             "Cargo.toml"})
+_LOCKFILES = {
+    "package.json": ("pnpm-lock.yaml", "yarn.lock", "package-lock.json", "npm-shrinkwrap.json",
+                     "bun.lock", "bun.lockb"),
+    "pyproject.toml": ("uv.lock", "poetry.lock"),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Declaration:
-    """A root's list of members: which ecosystem, where, in which file, and who they are."""
+    """A root's list of members: which ecosystem, where, in which file, and who they are;
+    `exclude`: the patterns removing folders from it (uv's globs, Cargo's path prefixes)."""
 
     ecosystem: Ecosystem
     root: str
     file: str
     members: tuple[str, ...]
+    exclude: tuple[str, ...] = ()
+
+    def excludes(self, folder: str) -> bool:
+        """True when `exclude` names `folder` (below the root): a project of its own."""
+        inside = relative(folder, self.root)
+        if inside is None:
+            return False
+        if self.ecosystem is Ecosystem.RUST:
+            return any(is_below(inside, normpath(prefix)) for prefix in self.exclude)
+        return any(compile_glob(pattern).matches(inside) for pattern in self.exclude)
 
 
 @dataclass(frozen=True)
@@ -98,6 +112,8 @@ class Layout:
     declarations: dict[tuple[Ecosystem, str], Declaration]
     folded: dict[str, str]  # crate folder -> the Cargo workspace that builds it
     skipped: dict[str, str]  # manifest folder -> why it is not a workspace
+    # Folders of Cargo packages: the members of Cargo workspaces, root packages, lone crates.
+    crates: frozenset[str] = frozenset()
     _owners: dict[str, str | None] = field(default_factory=dict)
     _children: dict[str, list[str]] | None = None
 
@@ -126,6 +142,24 @@ class Layout:
             self._owners[name] = found
         return found
 
+    def home(self, path: str) -> str | None:
+        """The nearest folder holding `path` that is a workspace or a crate of a Cargo
+        workspace: what a change to the file concerns first."""
+        return self.folder_home(path.rpartition("/")[0] or ".")
+
+    def folder_home(self, folder: str) -> str | None:
+        """`home` of the files in `folder`."""
+        current: str | None = folder
+        while current is not None:
+            if current in self.workspaces or current in self.folded:
+                return current
+            current = parent(current)
+        return None
+
+    def cargo_crates(self, root: str) -> list[str]:
+        """The crates of the Cargo workspace at `root`: its root package and its members."""
+        return [*([root] if root in self.crates else []), *self.members(Ecosystem.RUST, root)]
+
     def children(self, folder: str) -> list[str]:
         """Workspaces directly nested in `folder` (no other workspace between them), sorted."""
         if self._children is None:
@@ -136,6 +170,11 @@ class Layout:
                 if outer is not None:
                     self._children.setdefault(outer, []).append(path)
         return self._children.get(folder, [])
+
+    def cargo_root(self, crate: str) -> str:
+        """The folder of the Cargo workspace building `crate` (the crate's own for a root
+        package or a crate on its own)."""
+        return self.folded.get(crate, crate)
 
     def install_root(self, workspace: str, ecosystem: Ecosystem) -> str:
         """Where `workspace` installs its `ecosystem` dependencies: its declaring root (one
@@ -160,39 +199,35 @@ def find_layout(
     """Find the workspaces of a tree (see the module docstring for the rules)."""
     candidates = index.manifests()
     manifests.prefetch(join(folder, name) for folder, names in candidates.items() for name in names)
-    declarations = _declarations(index, candidates, manifests)
+    configured_set = set(configured)
+    declarations, skipped = _declarations(index, candidates, manifests, configured_set)
     member_roots: dict[str, list[tuple[Ecosystem, str]]] = {}
     folded: dict[str, str] = {}
-    for declaration in declarations.values():
+    declared: dict[str, set[Ecosystem]] = {}  # folder -> the ecosystems declaring it
+    for (ecosystem, root), declaration in declarations.items():
+        declared.setdefault(root, set()).add(ecosystem)
         for member in declaration.members:
-            if declaration.ecosystem is Ecosystem.RUST:
-                folded[member] = declaration.root
+            declared.setdefault(member, set()).add(ecosystem)
+            if ecosystem is Ecosystem.RUST:
+                folded[member] = root
             else:
-                entry = (declaration.ecosystem, declaration.root)
-                member_roots.setdefault(member, []).append(entry)
-    roots = {root for _, root in declarations}
-    node_roots = sorted(root for eco, root in declarations if eco is Ecosystem.NODE)
-    configured_set = set(configured)
+                member_roots.setdefault(member, []).append((ecosystem, root))
 
     workspaces: dict[str, Workspace] = {}
-    skipped: dict[str, str] = {}
     for folder, names in sorted(candidates.items()):
+        if folder in skipped:
+            continue
         held = set(names)
         if folder in folded:
             held.discard("Cargo.toml")  # built by its Cargo workspace
         if not held and folder not in configured_set:
             skipped[folder] = f"a crate of the Cargo workspace at {folded[folder]}"
             continue
-        declared = folder in member_roots or folder in roots or folder in folded
-        if not declared and folder not in configured_set and folder != ".":
-            reason = _test_data(folder, held, index)
-            if reason is None and "package.json" in held and not _locked(index, folder):
-                outer = _declaring_root(folder, node_roots)
-                if outer is not None:  # no install would reach it: its scripts cannot run
-                    held.discard("package.json")
-                    if not held:
-                        reason = (f"not a member of the Node workspace at {outer} and no "
-                                  "lockfile of its own: part of the workspace around it")
+        if folder not in configured_set and folder != ".":
+            reason = None if folder in declared else _test_data(folder, held, index)
+            if reason is None:
+                reason = _undeclared(folder, held, declared.get(folder, set()), declarations,
+                                     index)
             if reason is not None:
                 skipped[folder] = reason
                 continue
@@ -201,7 +236,12 @@ def find_layout(
     for folder in configured_set - set(workspaces):
         workspaces[folder] = Workspace(folder, frozenset())
         skipped.pop(folder, None)
-    return Layout(workspaces, declarations, folded, skipped)
+    crates = frozenset(folded) | {
+        path for path, workspace in workspaces.items()
+        if "Cargo.toml" in workspace.manifests
+        and "package" in manifests.toml(join(path, "Cargo.toml"))
+    }  # fmt: skip
+    return Layout(workspaces, declarations, folded, skipped, crates)
 
 
 def _test_data(folder: str, held: set[str], index: RepoIndex) -> str | None:
@@ -210,26 +250,75 @@ def _test_data(folder: str, held: set[str], index: RepoIndex) -> str | None:
     if part is not None:
         return f"below a {part}/ folder and no workspace declares it: test data"
     part = has_part(folder + "/", _TEST_FOLDERS)
-    if part is not None and held <= _DATA_MANIFESTS and not _locked(index, folder):
-        # e.g. test/package.json with only {"type": "module"}: it sets how the tests load.
-        return f"below a {part}/ folder with no lockfile and no workspace declares it: test data"
-    return None
+    if part is None or not held <= _DATA_MANIFESTS:
+        return None
+    if basename(folder) in _TEST_FOLDERS and _locked(index, folder, held):
+        return None  # a test suite installing on its own (`e2e/` with its lockfile)
+    # e.g. test/package.json with only {"type": "module"}: it sets how the tests load; a
+    # project inside a test folder (tests/mock_packages/x/) is what the tests build or read.
+    return f"below a {part}/ folder and no workspace declares it: test data"
 
 
-def _locked(index: RepoIndex, folder: str) -> bool:
-    """True when `folder` installs on its own (it holds a lockfile)."""
-    return not _LOCKFILES.isdisjoint(index.names.get(folder, ()))
+def _undeclared(folder: str, held: set[str], declaring: set[Ecosystem],
+                declarations: Mapping[tuple[Ecosystem, str], Declaration],
+                index: RepoIndex) -> str | None:
+    """Why `folder` is no workspace though it holds manifests: for each of its ecosystems, it
+    lies in a workspace root of that ecosystem that does not list it, and its tool would
+    not check it on its own (no lockfile of its own; for Cargo and Go, not at all). The
+    manifests so left out are removed from `held`; None while some remain."""
+    why = []
+    for ecosystem, names in _ECOSYSTEM_MANIFESTS:
+        if ecosystem in declaring or held.isdisjoint(names):
+            continue
+        outer = _declaring_root(folder, ecosystem, declarations)
+        if outer is None or outer.excludes(folder):
+            continue  # an excluded crate or uv project is a project of its own
+        if ecosystem in (Ecosystem.NODE, Ecosystem.PYTHON) and _locked(index, folder, names):
+            continue
+        held -= names
+        why.append(_NOT_LISTED[ecosystem].format(root=outer.root, file=outer.file))
+    if held or not why:
+        return None
+    return "; ".join(why) + ": part of the workspace around it"
 
 
-def _declaring_root(folder: str, roots: Iterable[str]) -> str | None:
-    """The nearest declaring root strictly above `folder`, if any."""
-    above = [root for root in roots if root != folder and is_below(folder, root)]
-    return max(above, key=len) if above else None
+# The manifests of each ecosystem, and why one not listed by its root is not checked alone.
+_ECOSYSTEM_MANIFESTS = (
+    (Ecosystem.NODE, frozenset({"package.json"})),
+    (Ecosystem.PYTHON, frozenset({"pyproject.toml", "setup.py", "setup.cfg"})),
+    (Ecosystem.RUST, frozenset({"Cargo.toml"})),
+    (Ecosystem.GO, frozenset({"go.mod"})),
+)
+_NOT_LISTED = {
+    Ecosystem.NODE: "not a member of the Node workspace at {root} and no lockfile of its own",
+    Ecosystem.PYTHON: "not a member of the uv workspace at {root} and no lockfile of its own",
+    Ecosystem.RUST: ("not a member of the Cargo workspace at {root} (not listed, not a path "
+                     "dependency of a member, not excluded): cargo builds it only as a member"),
+    Ecosystem.GO: "a module {file} does not use: go commands there run outside the workspace",
+}
+
+
+def _locked(index: RepoIndex, folder: str, names: Iterable[str]) -> bool:
+    """True when `folder` installs on its own: it holds a lockfile of its manifests' kind."""
+    wanted = {lock for name in names for lock in _LOCKFILES.get(name, ())}
+    return not wanted.isdisjoint(index.names.get(folder, ()))
+
+
+def _declaring_root(folder: str, ecosystem: Ecosystem,
+                    declarations: Mapping[tuple[Ecosystem, str], Declaration]
+                    ) -> Declaration | None:
+    """The nearest root of `ecosystem` strictly above `folder`, if any."""
+    above = [d for (eco, root), d in declarations.items()
+             if eco is ecosystem and root != folder and is_below(folder, root)]
+    return max(above, key=lambda d: len(d.root)) if above else None
 
 
 def _declarations(
-    index: RepoIndex, candidates: Mapping[str, frozenset[str]], manifests: Manifests
-) -> dict[tuple[Ecosystem, str], Declaration]:
+    index: RepoIndex, candidates: Mapping[str, frozenset[str]], manifests: Manifests,
+    configured: set[str],
+) -> tuple[dict[tuple[Ecosystem, str], Declaration], dict[str, str]]:
+    """Every root's declaration, except those of roots that are test data themselves (a
+    workspace root inside a test folder that nothing declares), and those roots, with why."""
     found: dict[tuple[Ecosystem, str], Declaration] = {}
     by_ecosystem: dict[Ecosystem, list[str]] = {}
     for folder, names in candidates.items():
@@ -250,18 +339,14 @@ def _declarations(
                                               strings(table.get("exclude")))
                 members = _match(folder, globs, by_ecosystem.get(Ecosystem.PYTHON, ()))
                 found[(Ecosystem.PYTHON, folder)] = Declaration(
-                    Ecosystem.PYTHON, folder, pyproject, members
-                )
+                    Ecosystem.PYTHON, folder, pyproject, members, globs.exclude)
         if "Cargo.toml" in names:
             cargo = join(folder, "Cargo.toml")
             table = manifests.toml(cargo).get("workspace")
             if isinstance(table, dict):
-                globs = GlobSet.from_patterns(strings(table.get("members")),
-                                              strings(table.get("exclude")))
-                members = _match(folder, globs, by_ecosystem.get(Ecosystem.RUST, ()))
+                members = cargo_members(folder, by_ecosystem.get(Ecosystem.RUST, []), manifests)
                 found[(Ecosystem.RUST, folder)] = Declaration(
-                    Ecosystem.RUST, folder, cargo, members
-                )
+                    Ecosystem.RUST, folder, cargo, members, tuple(strings(table.get("exclude"))))
     for folder, names in index.names.items():
         if "go.work" in names:
             go_work = join(folder, "go.work")
@@ -271,7 +356,31 @@ def _declarations(
                 m for m in uses if m in candidates and "go.mod" in candidates[m]
             ))
             found[(Ecosystem.GO, folder)] = Declaration(Ecosystem.GO, folder, go_work, members)
-    return found
+    return _without_test_data_roots(found, candidates, index, configured)
+
+
+def _without_test_data_roots(
+    found: dict[tuple[Ecosystem, str], Declaration], candidates: Mapping[str, frozenset[str]],
+    index: RepoIndex, configured: set[str],
+) -> tuple[dict[tuple[Ecosystem, str], Declaration], dict[str, str]]:
+    """`found` without the declarations of roots that are test data (a pnpm or uv workspace
+    under `tests/specs/`, a Cargo workspace of one fixture crate), and those roots with why.
+    Their members are then judged like any undeclared folder (test data too)."""
+    skipped: dict[str, str] = {}
+    changed = True
+    while changed:
+        changed = False
+        listed = {member for d in found.values() for member in d.members}
+        for key, declaration in sorted(found.items()):
+            root = declaration.root
+            if root == "." or root in configured or root in listed:
+                continue
+            reason = _test_data(root, set(candidates.get(root, ())), index)
+            if reason is not None:
+                del found[key]
+                skipped[root] = reason
+                changed = True
+    return found, skipped
 
 
 def _node_patterns(
@@ -336,13 +445,18 @@ def _unquote(value: str) -> str:
 
 def declared_names(layout: Layout, manifests: Manifests) -> dict[str, str]:
     """Each workspace's name as its manifests declare it (a package's, a crate's, a Go
-    module's), for explanations: a package is named, not shown as a folder such as ``.``.
-    A workspace whose manifests name nothing is left out."""
+    module's), and each crate's of a Cargo workspace, for explanations: a package is named,
+    not shown as a folder such as ``.``. A workspace whose manifests name nothing is left
+    out."""
     names: dict[str, str] = {}
     for path, workspace in layout.workspaces.items():
         name = _declared_name(path, workspace.manifests, manifests)
         if name:
             names[path] = name
+    for crate in layout.folded:
+        name = crate_name(manifests.toml(join(crate, "Cargo.toml")))
+        if name and crate not in names:
+            names[crate] = name
     return names
 
 

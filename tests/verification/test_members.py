@@ -54,19 +54,26 @@ def test_only_declared_node_members_are_workspaces(make_repo: Callable[[Files], 
         assert workspaces(root, changed) == {"packages/cli"}, changed
 
 
-def test_a_locked_project_below_a_test_folder_stays_a_workspace(
+def test_a_test_suite_with_its_own_lockfile_is_a_workspace_a_mock_package_is_not(
     make_repo: Callable[[Files], Path],
 ) -> None:
-    """An end-to-end suite with its own lockfile installs and runs on its own."""
+    """An end-to-end suite with its own lockfile installs and runs on its own; a mock package
+    inside a test folder, lockfile or not, is what the tests build (jupyterlab's
+    `jupyterlab/tests/mock_packages/*/yarn.lock`, uv's `test/packages/built-by-uv/uv.lock`)."""
     files = layouts.pnpm_workspace()
     files.update({
-        "test/e2e-suite/package.json": package_json(
+        "e2e/package.json": package_json(
             {"name": "e2e", "scripts": {"test": "playwright test"}}),
-        "test/e2e-suite/package-lock.json": '{"lockfileVersion": 3, "packages": {}}\n',
-        "test/e2e-suite/spec.js": "export {};\n",
+        "e2e/package-lock.json": '{"lockfileVersion": 3, "packages": {}}\n',
+        "e2e/spec.js": "export {};\n",
+        "packages/cli/tests/mock_packages/ext/package.json": package_json(
+            {"name": "mock-ext", "scripts": {"build": "exit 1"}}),
+        "packages/cli/tests/mock_packages/ext/yarn.lock": "# yarn lockfile v1\n",
+        "packages/cli/tests/mock_packages/ext/index.js": "module.exports = 1;\n",
     })  # fmt: skip
     root = make_repo(files)
-    assert workspaces(root, "test/e2e-suite/spec.js") == {"test/e2e-suite"}
+    assert workspaces(root, "e2e/spec.js") == {"e2e"}
+    assert workspaces(root, "packages/cli/tests/mock_packages/ext/index.js") == {"packages/cli"}
 
 
 def test_a_module_type_test_package_of_a_single_package_is_not_a_workspace(
@@ -148,3 +155,68 @@ def test_test_files_in_folders_pytest_skips_by_default_plan_no_pytest(
         "dist/acme/test_copy.py": "def test_copy():\n    assert True\n",
     })  # fmt: skip
     assert pytest_commands(root, "acme/__init__.py") == []
+
+
+def test_a_configured_python_files_pattern_finds_tests_by_that_name(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    """`python_files = check_*.py` (a name pytest's default misses) is a test suite."""
+    root = make_repo({
+        "pyproject.toml": (
+            '[project]\nname = "acme"\nversion = "0.1.0"\n\n'
+            '[tool.pytest.ini_options]\npython_files = ["check_*.py"]\n'),
+        "acme/__init__.py": "",
+        "checks/check_api.py": "def test_api():\n    assert True\n",
+    })  # fmt: skip
+    assert pytest_commands(root, "acme/__init__.py") == [
+        'python -m pytest -q -p no:cacheprovider --junitxml="$RATCHET_JUNIT"']
+
+
+def test_addopts_ignore_keeps_pytest_out_of_a_folder(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    root = make_repo({
+        "pyproject.toml": (
+            '[project]\nname = "acme"\nversion = "0.1.0"\n\n'
+            "[tool.pytest.ini_options]\naddopts = \"-ra --ignore=acme/grammar "
+            "--ignore-glob='*/inline/*'\"\n"),
+        "acme/__init__.py": "",
+        "acme/grammar/case_test.py": BROKEN,
+        "acme/parser/inline/err/async_test.py": BROKEN,
+    })  # fmt: skip
+    assert pytest_commands(root, "acme/__init__.py") == []
+
+
+def test_pytest_9_reads_its_own_pyproject_table(make_repo: Callable[[Files], Path]) -> None:
+    """`[tool.pytest]` (pytest 9, as pydantic configures it): `testpaths` keeps pytest in
+    tests/, so nested projects need no --ignore."""
+    root = make_repo({
+        "pyproject.toml": (
+            '[project]\nname = "acme"\nversion = "0.1.0"\n\n'
+            "[tool.pytest]\ntestpaths = ['tests']\nstrict = true\n"),
+        "acme/__init__.py": "",
+        "tests/test_api.py": "def test_api():\n    assert True\n",
+        "plugins/extra/pyproject.toml": '[project]\nname = "extra"\nversion = "0.1.0"\n',
+        "plugins/extra/test_extra.py": "def test_extra():\n    assert True\n",
+    })  # fmt: skip
+    assert pytest_commands(root, "acme/__init__.py") == [
+        'python -m pytest -q -p no:cacheprovider --junitxml="$RATCHET_JUNIT"']
+
+
+def test_python_test_names_inside_a_crate_are_the_crates_data(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    """A root pytest with no configuration would collect a parser crate's invalid inputs:
+    the crate folder is left out of it."""
+    root = make_repo({
+        "Cargo.toml": '[workspace]\nmembers = ["crates/*"]\n',
+        "crates/parser/Cargo.toml": '[package]\nname = "parser"\nversion = "0.1.0"\n',
+        "crates/parser/src/lib.rs": "pub fn parse() {}\n",
+        "crates/parser/inline/err/async_test.py": BROKEN,
+        "pyproject.toml": '[project]\nname = "acme"\nversion = "0.1.0"\n',
+        "python/acme/__init__.py": "",
+        "tests/test_bindings.py": "def test_bindings():\n    assert True\n",
+    })  # fmt: skip
+    assert pytest_commands(root, "python/acme/__init__.py") == [
+        'python -m pytest -q -p no:cacheprovider --junitxml="$RATCHET_JUNIT" '
+        "--ignore=crates/parser"]

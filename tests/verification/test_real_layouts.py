@@ -45,16 +45,19 @@ def test_pnpm_test_change_is_tested_by_the_root_runner_not_the_fixture(
     make_repo: Callable[[Files], Path],
 ) -> None:
     root = make_repo(layouts.pnpm_workspace())
-    expected = {
+    own = {
         "node-lint", "node-test",  # parser has no lint or test script: the root runs them
         "packages/parser:node-build",
+    }  # fmt: skip
+    # A test file, or a fixture of the tests, is read by parser's own tests only: cli, which
+    # depends on parser, is not checked for it.
+    for changed in ("packages/parser/__tests__/parse.test.ts",
+                    "packages/parser/__tests__/fixtures/basic/index.js"):
+        assert keys(planned(root, changed)) == own, changed
+    plan = planned(root, "packages/parser/src/index.ts")
+    assert keys(plan) == own | {
         "packages/cli:node-lint", "packages/cli:node-test",  # "@acme/parser": "workspace:*"
     }  # fmt: skip
-    for changed in ("packages/parser/__tests__/parse.test.ts",
-                    "packages/parser/__tests__/fixtures/basic/index.js",
-                    "packages/parser/src/index.ts"):
-        plan = planned(root, changed)
-        assert keys(plan) == expected, changed
     assert commands(plan)["node-test"] == "pnpm run test"
     # One frozen install at the workspace root, used by every member that runs a check.
     setups = {w.path: (w.setup, w.uses) for w in plan.workspaces}
@@ -136,28 +139,53 @@ def test_uv_lock_is_diffed_per_package(make_repo: Callable[[Files], Path]) -> No
     }  # fmt: skip
 
 
-# Go: modules pointing at each other with replace, a go.work.
+# Go: modules pointing at each other with replace; a go.work.
+
+GO = ("go-vet", "go-test")
 
 
-def test_go_change_plans_modules_that_replace_or_require_it(
+def go_keys(*modules: str) -> set[str]:
+    return {f"{m}:{c}" if m != "." else c for m in modules for c in GO}
+
+
+def test_go_change_plans_modules_that_require_and_replace_it(
     make_repo: Callable[[Files], Path],
 ) -> None:
     root = make_repo(layouts.go_modules())
-    go = {"go-vet", "go-test"}
+    # lib and tools/gen require the root module and replace it by ../ and ../..; services/api
+    # requires and replaces lib. worker requires the published lib; stats replaces both
+    # without requiring them (a replacement of a module outside the build list does nothing).
+    assert keys(planned(root, "acme.go")) == go_keys(".", "lib", "tools/gen", "services/api")
+    assert keys(planned(root, "lib/lib.go")) == go_keys("lib", "services/api")
+    assert keys(planned(root, "services/api/main.go")) == go_keys("services/api")
+    assert keys(planned(root, "billing/go.sum")) == go_keys("billing")
+    # The module under testdata/ is what the root's tests build.
+    assert keys(planned(root, "testdata/plugin/plugin.go")) == go_keys(".")
+    explained = plan_change(["acme.go"], GitTree.discover(root), CONFIG).explanation.to_dict()
+    because = {c["key"]: c["because"][0]["steps"] for c in explained["checks"]}
+    assert because["services/api:go-test"] == [
+        "in .",
+        "lib depends on . (lib/go.mod: require example.com/acme, replace example.com/acme => ../)",
+        "services/api depends on lib (services/api/go.mod: require example.com/acme/lib, "
+        "replace example.com/acme/lib => ../../lib)",
+    ]
+    assert explained["not_workspaces"]["testdata/plugin"] == (
+        "below a testdata/ folder and no workspace declares it: test data")
 
-    def modules(*names: str) -> set[str]:
-        return {f"{n}:{c}" if n != "." else c for n in names for c in go}
 
-    # lib and tools/gen replace the root module by ../ and ../..; services/api replaces lib;
-    # services/worker requires lib and both are in go.work. billing is unrelated.
-    assert keys(planned(root, "acme.go")) == modules(
-        ".", "lib", "tools/gen", "services/api", "services/worker"
-    )
-    assert keys(planned(root, "lib/lib.go")) == modules("lib", "services/api", "services/worker")
-    assert keys(planned(root, "services/api/main.go")) == modules("services/api")
-    # go.work concerns the modules it uses (not its own folder's), and their dependents.
-    assert keys(planned(root, "go.work")) == modules("lib", "services/worker", "services/api")
-    assert keys(planned(root, "billing/go.sum")) == modules("billing")
+def test_go_work_uses_its_modules_only(make_repo: Callable[[Files], Path]) -> None:
+    root = make_repo(layouts.go_workspace())
+    # worker requires lib and both are used by go.work: the repository's lib, not the
+    # published one. tools/gen, services/api, stats and billing are not used: go refuses to
+    # run in them while go.work is in force, so they are no modules of their own.
+    assert keys(planned(root, "lib/lib.go")) == go_keys("lib", "services/worker")
+    assert keys(planned(root, "acme.go")) == go_keys(".", "lib", "services/worker")
+    assert keys(planned(root, "go.work")) == go_keys(".", "lib", "services/worker")
+    assert keys(planned(root, "tools/gen/main.go")) == go_keys(".", "lib", "services/worker")
+    explained = plan_change(["lib/lib.go"], GitTree.discover(root), CONFIG).explanation
+    assert explained.skipped["tools/gen"] == (
+        "a module go.work does not use: go commands there run outside the workspace: part of "
+        "the workspace around it")
 
 
 # yarn: a project template folder with a package.json inside a member.

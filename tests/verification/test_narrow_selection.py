@@ -1,0 +1,148 @@
+"""Selection as narrow as the package graph allows (issue 22, item 5), on real git repositories
+in the ecosystems' real manifest formats: a crate's change checks that crate and its
+dependents (`cargo -p`), a test-only change its own package, a file of one language another
+language's checks only through a declared dependency (maturin).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import layouts
+from verify_helpers import Files
+
+from verification.config import VerifyConfig
+from verification.plan import Plan, build_plan, plan_change
+from verification.tree import GitTree
+
+CONFIG = VerifyConfig()
+
+
+def planned(root: Path, *changed: str) -> Plan:
+    return build_plan(list(changed), GitTree.discover(root), CONFIG)
+
+
+def commands(plan: Plan) -> dict[str, str]:
+    return {check.key: check.command for check in plan.checks}
+
+
+def cargo(packages: str, folder: str = "") -> dict[str, str]:
+    """The cargo checks of a Cargo workspace run for `packages` ("--workspace" for all)."""
+    prefix = f"{folder}:" if folder else ""
+    return {f"{prefix}cargo-check": f"cargo check {packages} --all-targets",
+            f"{prefix}cargo-test": f"cargo test {packages}"}
+
+
+# Cargo: crate to crate through [workspace.dependencies], `-p` for the crates selected.
+
+
+def test_a_crate_change_checks_the_crate_and_its_dependents_only(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    root = make_repo(layouts.cargo_monorepo())
+    # syntax inherits parser (parser.workspace = true), ide syntax, cli ide; the fuzz crate
+    # is a Cargo workspace of its own depending on syntax by path.
+    assert commands(planned(root, "crates/parser/src/lib.rs")) == {
+        **cargo("-p cli -p ide -p parser -p syntax"),
+        **cargo("--workspace", "crates/syntax/fuzz"),
+    }
+    assert commands(planned(root, "crates/cli/src/main.rs")) == cargo("-p cli")
+    # ext/os is a member only as cli's path dependency (Cargo's rule), no glob lists it.
+    assert commands(planned(root, "ext/os/lib.rs")) == cargo("-p cli -p acme_os")
+    # test-utils is ide's dev-dependency: ide's tests build it, cli does not.
+    assert commands(planned(root, "crates/test-utils/src/lib.rs")) == cargo(
+        "-p ide -p test-utils")
+    # Changes every crate may see: the whole workspace, and what depends on any of its crates.
+    whole = {**cargo("--workspace"), **cargo("--workspace", "crates/syntax/fuzz")}
+    for changed in ("Cargo.lock", "Cargo.toml", "ext/broadcast/lib.rs"):
+        assert commands(planned(root, changed)) == whole, changed
+    # A toolchain pin concerns every Cargo workspace below it, the excluded crate's too.
+    for changed in ("rust-toolchain.toml", ".cargo/config.toml"):
+        assert commands(planned(root, changed)) == {
+            **whole, **cargo("--workspace", "crates/imp")}, changed
+    # The excluded crate is a project of its own.
+    assert commands(planned(root, "crates/imp/src/lib.rs")) == cargo("--workspace", "crates/imp")
+
+
+def test_a_test_only_change_checks_its_own_crate(make_repo: Callable[[Files], Path]) -> None:
+    root = make_repo(layouts.cargo_monorepo())
+    assert commands(planned(root, "crates/ide/tests/hover.rs")) == cargo("-p ide")
+    assert commands(planned(root, "crates/parser/test_data/ok/0001_fn.rs")) == cargo("-p parser")
+
+
+def test_crates_nobody_builds_are_not_workspaces(make_repo: Callable[[Files], Path]) -> None:
+    root = make_repo(layouts.cargo_monorepo())
+    explanation = plan_change(["crates/cli/src/main.rs"], GitTree.discover(root),
+                              CONFIG).explanation
+    assert explanation.skipped["ext/broadcast"] == (
+        "not a member of the Cargo workspace at . (not listed, not a path dependency of a "
+        "member, not excluded): cargo builds it only as a member: part of the workspace "
+        "around it")
+    assert explanation.skipped["tests/specs/pipe"] == (
+        "below a tests/ folder and no workspace declares it: test data")
+    assert "crates/syntax/fuzz" not in explanation.skipped  # its own [workspace]
+    assert explanation.skipped["ext/os"] == "a crate of the Cargo workspace at ."
+
+
+def test_explain_names_the_edges_and_the_narrowing(make_repo: Callable[[Files], Path]) -> None:
+    root = make_repo(layouts.cargo_monorepo())
+    result = plan_change(["crates/syntax/src/lib.rs"], GitTree.discover(root), CONFIG)
+    because = {c["key"]: c["because"] for c in result.explanation.to_dict()["checks"]}
+    [reason] = because["cargo-test"]
+    assert reason["file"] == "crates/syntax/src/lib.rs"
+    assert reason["steps"] == [
+        "in crates/syntax",
+        "cargo runs the 3 of 7 crates of the Cargo workspace that changed or depend on a "
+        "change: cli (crates/cli depends on crates/ide (crates/cli/Cargo.toml: "
+        "ide.workspace = true, [workspace.dependencies] in Cargo.toml: ide = { path = "
+        '"./crates/ide" })); ide (crates/ide depends on crates/syntax (crates/ide/Cargo.toml: '
+        "syntax.workspace = true, [workspace.dependencies] in Cargo.toml: syntax = { path = "
+        '"./crates/syntax" })); syntax (in crates/syntax)',
+    ]
+    assert because["crates/syntax/fuzz:cargo-test"][0]["steps"] == [
+        "in crates/syntax",
+        'crates/syntax/fuzz depends on crates/syntax (crates/syntax/fuzz/Cargo.toml: syntax = '
+        '{ path = ".." })',
+    ]
+
+
+# Across languages only through a declared dependency: maturin builds a Python package from a
+# crate.
+
+PYTEST = 'uv run --frozen pytest -q -p no:cacheprovider --junitxml="$RATCHET_JUNIT"'
+
+
+def test_a_crate_built_by_maturin_checks_its_python_package_and_dependents(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    root = make_repo(layouts.maturin_workspace())
+    core_python = {"pydantic-core:pytest": PYTEST, "pytest": PYTEST,
+                   "ruff": "uv run --frozen ruff check ."}
+    # The crate, its Python package (maturin), and pydantic, which depends on that package.
+    assert commands(planned(root, "pydantic-core/src/lib.rs")) == {
+        **cargo("--workspace", "pydantic-core"), **core_python}
+    # Python files of the same folder: Python checks only, no cargo.
+    assert commands(planned(root, "pydantic-core/python/pydantic_core/__init__.py")) == (
+        core_python)
+    # A test file: its package only (the root's ruff lints the member, which has no linter).
+    assert commands(planned(root, "pydantic-core/tests/test_validators.py")) == {
+        "pydantic-core:pytest": PYTEST, "ruff": "uv run --frozen ruff check ."}
+    assert commands(planned(root, "pydantic/main.py")) == {
+        "pytest": PYTEST, "ruff": "uv run --frozen ruff check ."}
+
+
+def test_a_rust_file_plans_no_python_checks_without_a_declared_dependency(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    root = make_repo({  # a crate whose pyproject only configures ruff for its scripts
+        "Cargo.toml": '[package]\nname = "engine"\nversion = "0.1.0"\nedition = "2021"\n',
+        "pyproject.toml": "[tool.ruff]\nline-length = 100\n",
+        "src/lib.rs": "pub fn run() {}\n",
+        "scripts/bump.py": "print('bump')\n",
+    })
+    ruff = {"ruff": "ruff check ."}
+    assert commands(planned(root, "src/lib.rs")) == cargo("--workspace")
+    assert commands(planned(root, "scripts/bump.py")) == ruff
+    # A file of no language (data, a config) concerns every ecosystem of its folder.
+    assert commands(planned(root, "data.json")) == {**cargo("--workspace"), **ruff}
