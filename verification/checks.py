@@ -19,6 +19,9 @@ class DetectedCheck:
     programs the command runs (`eslint`, `tsc`, `pytest`): a tool's config concerns the checks
     running it. `task` is its name in the repository's task runner (the script `test:unit`,
     the Makefile target `lint`), which task graphs name in their `dependsOn`.
+    A command that `fans_out` runs its kind in every member (a root `pnpm -r test`, `turbo
+    run test`): it is planned for the root's own changes and for members with no such
+    command, not for a member that has one.
     """
 
     id: str
@@ -27,3 +30,4 @@ class DetectedCheck:
     ecosystem: Ecosystem
     tools: frozenset[str] = frozenset()
     task: str | None = None
+    fans_out: bool = False

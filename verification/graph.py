@@ -5,8 +5,9 @@ Pure (reads through `Manifests`). Like Turborepo's and Nx's `--affected`, pnpm's
 plans the workspaces it touches and every workspace that depends on them, transitively. Edges
 come from what the ecosystems resolve locally:
 
-- Node: `workspace:` specifiers, `file:`/`link:`/`portal:` paths, and a dependency named like a
-  member of the same workspace root (npm and yarn link those by name).
+- Node: `workspace:` specifiers, `file:`/`link:`/`portal:` paths, and a plain range on a member
+  of the same workspace root that the member's version satisfies (npm, yarn and bun link it;
+  pnpm only with `link-workspace-packages`): an older published version is not the member.
 - Python: uv workspace sources and members by name, `path` sources (uv, Poetry).
 - Go: a `require` of a module that a `replace` points at a local folder, or that the same
   go.work uses (a replacement of a module not required does nothing).
@@ -20,6 +21,7 @@ Each edge keeps a reason naming the file and the entry, for `ratchet verify --ex
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from posixpath import normpath
@@ -37,6 +39,7 @@ from verification.manifests import (
     python_requirements,
     requirement_name,
 )
+from verification.semver import satisfies
 from verification.workspaces import Ecosystem, Layout
 
 # Node specifiers that point at a folder of the repository.
@@ -117,6 +120,7 @@ def _node_edges(layout: Layout, manifests: Manifests, graph: DependencyGraph) ->
             names.setdefault(name, []).append(path)
     for path, package in packages.items():
         root = layout.install_root(path, Ecosystem.NODE)
+        by_version = _links_by_version(layout, root, manifests)
         file = join(path, "package.json")
         for name, spec in sorted(node_dependencies(package).items()):
             reason = f'{file}: "{name}": "{spec}"'
@@ -128,9 +132,28 @@ def _node_edges(layout: Layout, manifests: Manifests, graph: DependencyGraph) ->
             if "@" in alias.lstrip("@"):  # workspace:other-name@^1 (an alias)
                 name = alias.rsplit("@", 1)[0]
             for target in names.get(name, ()):
-                same_root = layout.install_root(target, Ecosystem.NODE) == root
-                if spec.startswith("workspace:") or same_root:
+                if spec.startswith("workspace:"):
                     graph.add(path, target, reason, _NODE)
+                elif by_version and layout.install_root(target, Ecosystem.NODE) == root:
+                    version = packages[target].get("version")
+                    if isinstance(version, str) and satisfies(version, spec):
+                        graph.add(path, target, f"{reason}, satisfied by {name}@{version}",
+                                  _NODE)
+
+
+def _links_by_version(layout: Layout, root: str, manifests: Manifests) -> bool:
+    """Whether the Node workspace at `root` links a member into a package depending on it by
+    a plain range the member's version satisfies: npm, yarn and bun do; pnpm (9 and later)
+    only with `link-workspace-packages` (https://pnpm.io/workspaces), else only `workspace:`."""
+    declaration = layout.declarations.get((_NODE, root))
+    if declaration is None:
+        return False
+    if not declaration.file.endswith("pnpm-workspace.yaml"):
+        return True
+    npmrc = manifests.text(join(root, ".npmrc")) or ""
+    settings = manifests.text(declaration.file) or ""
+    return bool(re.search(r"^\s*link-workspace-packages\s*=\s*(true|deep)\s*$", npmrc, re.M)
+                or re.search(r"^linkWorkspacePackages:\s*(true|deep)\s*$", settings, re.M))
 
 
 def _python_edges(layout: Layout, manifests: Manifests, graph: DependencyGraph) -> None:

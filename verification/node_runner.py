@@ -15,7 +15,7 @@ from posixpath import dirname, normpath
 from verification.checks import DetectedCheck
 from verification.index import RepoIndex, join
 from verification.manifests import Manifests, mapping, node_dependencies
-from verification.scripts import checks_of
+from verification.scripts import Script, checks_of
 from verification.workspaces import Ecosystem, Layout
 
 # Lockfiles, in the order that decides the package manager when several exist.
@@ -34,6 +34,13 @@ BUILD_OUTPUTS = ("dist", "lib", "build", "out")
 # ESLint plugins that run another tool, and that tool.
 _ESLINT_PLUGINS = (("eslint-plugin-prettier", "prettier"),)
 
+# A script running a task in every member of the workspace: pnpm's, npm's and bun's recursive
+# flags, yarn's `workspaces foreach`, turbo, lerna, `nx run-many` / `nx affected`.
+FANS_OUT = re.compile(
+    r"\b(?:pnpm|npm|bun)\b[^;&|]*\s(?:-r|--recursive|-ws|--workspaces)\b"
+    r"|\byarn\s+workspaces\s+(?:foreach|run)\b|\bturbo\s+(?:run\s+)?[\w:-]+"
+    r"|\blerna\s+(?:run|exec)\b|\bnx\s+(?:run-many|affected)\b")
+
 # How each manager runs a binary of the installed dependencies.
 _EXEC = {"pnpm": "pnpm exec", "yarn": "yarn run", "npm": "npm exec --", "bun": "bunx"}
 
@@ -50,11 +57,12 @@ def node_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: Man
     package = manifests.json(join(workspace, "package.json"))
     manager = package_manager(workspace, layout, index, manifests)
     plugins = _eslint_runs(workspace, layout, manifests)
+    scripts = mapping(package.get("scripts"))
     checks = [
         DetectedCheck(check_id(script.name), script.kind, f"{manager} run {script.name}",
                       Ecosystem.NODE, script.tools | plugins if "eslint" in script.tools
-                      else script.tools, script.name)
-        for script in checks_of(mapping(package.get("scripts")))
+                      else script.tools, script.name, fans_out=_fans_out(script, scripts))
+        for script in checks_of(scripts)
     ]
     if not any(check.kind == "test" for check in checks):
         runner = _configured_runner(workspace, index, package)
@@ -78,6 +86,12 @@ def check_id(script: str) -> str:
     """The check id of a script: `node-` and its name, `:` and other characters a check key
     or log name cannot hold as `-` (`test:unit` is `node-test-unit`)."""
     return "node-" + re.sub(r"[^A-Za-z0-9._-]+", "-", script).strip("-")
+
+
+def _fans_out(script: Script, scripts: dict[str, object]) -> bool:
+    """Whether the script runs its task in every member (`FANS_OUT`)."""
+    body = scripts.get(script.name)
+    return isinstance(body, str) and FANS_OUT.search(body) is not None
 
 
 def _configured_runner(workspace: str, index: RepoIndex, package: dict[str, object]) -> str | None:

@@ -47,7 +47,7 @@ from verification.index import RepoIndex, join, shapes_plan
 from verification.manifests import Manifests
 from verification.model import Plan, PlannedCheck, PlannedWorkspace, UnverifiedStep, shown
 from verification.node_runner import loads_build_output
-from verification.runners import Runners, narrow_cargo
+from verification.runners import Runners, narrow_cargo, widen_cargo
 from verification.select import (
     LOCKFILES,
     Selection,
@@ -186,9 +186,12 @@ def _with_floor(floor: PlanResult, change: PlanResult, present: set[str]) -> Pla
     """The base's plan (`floor`) with the checks only the change's layout plans added.
 
     A floor check whose workspace folder is gone from the change's tree (`present`: its
-    folders) is left out; a check of the change with a floor check's key is the floor's.
+    folders) is left out; a check of the change with a floor check's key is the floor's (a
+    narrowed cargo command that the two plans narrow differently runs `--workspace`).
     """
-    kept = [c for c in floor.plan.checks if floor.plan.folder(c.workspace) in present]
+    theirs = {c.key: c.command for c in change.plan.checks}
+    kept = [replace(c, command=widen_cargo(c.command, theirs.get(c.key, c.command)))
+            for c in floor.plan.checks if floor.plan.folder(c.workspace) in present]
     keys = {c.key for c in kept}
     added = [c for c in change.plan.checks if c.key not in keys]
     checks = sorted([*kept, *added], key=lambda c: c.workspace)  # stable: the floor's first
@@ -292,8 +295,13 @@ class _Assembly:
             because = dict(selection.reasons.get(workspace, {}))
             for file in selection.global_files:
                 because.setdefault(file, ("shapes every build",))
+            own = {f: s for f, s in because.items()
+                   if (workspace, f) in selection.direct or f in selection.global_files}
             for check, detected in self._workspace_checks(workspace):
-                self._add(check, detected, _concerning(because, workspace, detected, selection))
+                # A root command running every member's (`pnpm -r test`) is not run for a
+                # member's change reaching the root through a dependency edge.
+                reasons = own if detected is not None and detected.fans_out else because
+                self._add(check, detected, _concerning(reasons, workspace, detected, selection))
         self._add_running(selection)
 
     def _add_running(self, selection: Selection) -> None:

@@ -37,6 +37,18 @@ def narrow_cargo(command: str, crates: list[str]) -> str:
     return re.sub(r"(?<!\S)--(?:workspace|all)(?!\S)", lambda _: packages, command, count=1)
 
 
+def widen_cargo(command: str, other: str) -> str:
+    """A narrowed Cargo command (`-p` per crate) that a second plan of the same change runs for
+    other crates (the base's layout and the change's each choose theirs: a crate added, a
+    crate deleted) runs for the whole workspace again: the only set right for both."""
+    if command == other or not command.startswith("cargo ") or not _PACKAGES.search(command):
+        return command
+    return _PACKAGES.sub("--workspace", command, count=1)
+
+
+_PACKAGES = re.compile(r"(?<!\S)-p \S+(?: -p \S+)*")
+
+
 class Runners:
     """Detects and caches the checks and installs of one layout's workspaces."""
 

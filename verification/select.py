@@ -19,10 +19,15 @@ Pure. Each changed file is classified, in this order:
    (`pnpm-workspace.yaml`, a root package.json with `workspaces`, `go.work`): every check of
    the workspaces of its ecosystem at or below its folder (a declaration: its root and
    members).
-6. `code`: the workspace containing it; `outside` when none does.
+6. `code`: the workspace or crate containing it (`outside` when none does): a source file
+   selects only its language's checks of a workspace holding several, and a file inside a
+   crate of a Cargo workspace is that crate's.
 
-Then every workspace depending on a selected one is selected too, transitively (`graph`).
-Each selected workspace keeps, per changed file, the steps that led to it.
+Then everything depending on a selected part (a workspace's checks of one ecosystem, or a
+crate) is selected too, transitively (`graph`), except for a test-only change (`is_test_file`):
+its package's dependents never load it. A Cargo workspace records the crates selected, so its
+commands run for those (`-p`) unless it is selected as a whole. Each selected workspace keeps,
+per changed file, the steps that led to it.
 """
 
 from __future__ import annotations

@@ -7,14 +7,19 @@ the ecosystems declare decides the rest:
   `members`, Cargo's `[workspace] members` and `go.work` `use` list their members (globs, with
   `!pattern` or `exclude` removing some). A member installs from its declaring root (one lockfile,
   one install) and the root's runner may cover it.
-- Crates of a Cargo workspace are folded into it: `cargo test --workspace` runs from its root.
+- Crates of a Cargo workspace (what Cargo builds, `cargo.cargo_members`) are folded into it:
+  its cargo commands run from its root, for the crates a change concerns.
 - A manifest below a fixture, template or test-data folder (`fixtures/`, `templates/`,
   `__tests__/`, `testdata/`, `resources/`, ...) that no declaration lists is test data, not a
-  workspace: its files belong to the workspace around it. So is an undeclared Node or Python
-  manifest without a lockfile below a `test/` folder (a module-type `test/package.json`).
-- Only declared members are members: a `package.json` inside a Node workspace root that does
-  not list it (glob depth exact, `!pattern` excluded) and with no lockfile of its own is no
-  workspace; no install would reach it.
+  workspace: its files belong to the workspace around it. So is an undeclared Node, Python or
+  Cargo manifest below a `test/` folder (a module-type `test/package.json`, a mock package),
+  unless it is that folder's own project with a lockfile (`e2e/`), and a workspace root there
+  that nothing above declares, with its members.
+- Only declared members are members: inside a root, a manifest of its ecosystem that it does
+  not list (glob depth exact, excludes honoured) is no workspace when its tool would not check
+  it on its own: a Node or uv project without a lockfile of its own, a crate Cargo does not
+  build as a member, a module a go.work does not use. An excluded crate or uv project, or a
+  crate with its own `[workspace]`, is a project of its own.
 - A folder `.github/ratchet.yml` names (`verify.workspaces`, or the root with `verify.checks`)
   is always a workspace.
 """

@@ -486,3 +486,49 @@ def maturin_workspace() -> Files:
         "pydantic-core/python/pydantic_core/__init__.py": "def validate(): ...\n",
         "pydantic-core/tests/test_validators.py": "def test_validate():\n    assert True\n",
     }
+
+
+def npm_workspace() -> Files:
+    """An npm workspace (package-lock v3) whose root `test` runs every member's, and members
+    depending on each other by plain ranges: linked where the member's version satisfies the
+    range, installed from the registry where it does not (an app pinned to an old release)."""
+    lock = {
+        "name": "acme", "lockfileVersion": 3, "requires": True,
+        "packages": {
+            "": {"name": "acme", "workspaces": ["packages/*"],
+                 "devDependencies": {"@acme/utils": "^1.0.0", "eslint": "^9.12.0"}},
+            "node_modules/@acme/app": {"resolved": "packages/app", "link": True},
+            "node_modules/@acme/demo": {"resolved": "packages/demo", "link": True},
+            "node_modules/@acme/legacy-app": {"resolved": "packages/legacy-app", "link": True},
+            "node_modules/@acme/utils": {"resolved": "packages/utils", "link": True},
+            "packages/legacy-app/node_modules/@acme/utils": {
+                "version": "0.9.4",
+                "resolved": "https://registry.npmjs.org/@acme/utils/-/utils-0.9.4.tgz",
+                "integrity": "sha512-0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000==",
+            },
+            "packages/utils": {"name": "@acme/utils", "version": "1.2.0"},
+        },
+    }  # fmt: skip
+
+    def member(name: str, dependencies: dict[str, str] | None = None) -> str:
+        return package_json({"name": f"@acme/{name}", "version": "1.2.0",
+                             "scripts": {"test": "node --test"},
+                             **({"dependencies": dependencies} if dependencies else {})})
+
+    return {
+        "package.json": package_json({
+            "name": "acme", "private": True, "workspaces": ["packages/*"],
+            "scripts": {"lint": "eslint .", "test": "npm run test --workspaces --if-present"},
+            "devDependencies": {"@acme/utils": "^1.0.0", "eslint": "^9.12.0"},
+        }),
+        "package-lock.json": json.dumps(lock, indent=2) + "\n",
+        "scripts/release.js": "console.log('release');\n",
+        "packages/utils/package.json": member("utils"),
+        "packages/utils/index.js": "module.exports = {};\n",
+        "packages/app/package.json": member("app", {"@acme/utils": "^1.0.0"}),
+        "packages/app/index.js": "require('@acme/utils');\n",
+        "packages/demo/package.json": member("demo", {"@acme/utils": "*"}),
+        "packages/demo/index.js": "require('@acme/utils');\n",
+        "packages/legacy-app/package.json": member("legacy-app", {"@acme/utils": "^0.9.0"}),
+        "packages/legacy-app/index.js": "require('@acme/utils');\n",
+    }

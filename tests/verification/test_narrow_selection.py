@@ -6,15 +6,17 @@ language's checks only through a declared dependency (maturin).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
 import layouts
-from verify_helpers import Files
+from verify_helpers import Files, write
 
+from plumbing.git import discover
 from verification.config import VerifyConfig
 from verification.plan import Plan, build_plan, plan_change
-from verification.tree import GitTree
+from verification.tree import GitRevisionTree, GitTree
 
 CONFIG = VerifyConfig()
 
@@ -146,3 +148,73 @@ def test_a_rust_file_plans_no_python_checks_without_a_declared_dependency(
     assert commands(planned(root, "scripts/bump.py")) == ruff
     # A file of no language (data, a config) concerns every ecosystem of its folder.
     assert commands(planned(root, "data.json")) == {**cargo("--workspace"), **ruff}
+
+
+# Node: a plain range links the member its version satisfies; root fan-out scripts.
+
+
+def keys(plan: Plan) -> set[str]:
+    return {check.key for check in plan.checks}
+
+
+def test_a_plain_range_links_the_member_its_version_satisfies(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    root = make_repo(layouts.npm_workspace())
+    # app ("^1.0.0") and demo ("*") get the member utils@1.2.0; legacy-app ("^0.9.0") gets
+    # utils 0.9.4 from the registry. The root's `test` runs every member's (`--workspaces`):
+    # not for a member's change reaching the root as a dependent (it devDepends on utils).
+    # The root's eslint lints the members, which have no linter.
+    plan = plan_change(["packages/utils/index.js"], GitTree.discover(root), CONFIG)
+    assert keys(plan.plan) == {
+        "packages/utils:node-test", "packages/app:node-test", "packages/demo:node-test",
+        "node-lint",
+    }  # fmt: skip
+    because = {c["key"]: c["because"][0]["steps"] for c in plan.explanation.to_dict()["checks"]}
+    assert because["packages/app:node-test"] == [
+        "in packages/utils",
+        'packages/app depends on packages/utils (packages/app/package.json: "@acme/utils": '
+        '"^1.0.0", satisfied by @acme/utils@1.2.0)',
+    ]
+    assert keys(planned(root, "packages/legacy-app/index.js")) == {
+        "packages/legacy-app:node-test", "node-lint"}
+
+
+def test_a_root_fan_out_script_runs_for_the_roots_own_and_global_changes(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    root = make_repo(layouts.npm_workspace())
+    assert keys(planned(root, "scripts/release.js")) == {"node-lint", "node-test"}
+    assert commands(planned(root, "scripts/release.js"))["node-test"] == "npm run test"
+    everything = keys(planned(root, ".github/ratchet.yml"))
+    assert {"node-test", "node-lint", "packages/utils:node-test"} <= everything
+
+
+def test_pnpm_links_a_plain_range_only_when_configured_to(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    files = layouts.pnpm_workspace()
+    cli = json.loads(files["packages/cli/package.json"])
+    cli["dependencies"] = {"@acme/parser": "^1.0.0"}  # parser is 1.0.0
+    files["packages/cli/package.json"] = layouts.package_json(cli)
+    root = make_repo(files)
+    # pnpm 9 installs ^1.0.0 from the registry unless link-workspace-packages is set.
+    assert "packages/cli:node-test" not in keys(planned(root, "packages/parser/src/index.ts"))
+    (root / ".npmrc").write_text("link-workspace-packages=true\n")
+    assert "packages/cli:node-test" in keys(planned(root, "packages/parser/src/index.ts"))
+
+
+def test_crates_the_base_and_the_change_narrow_differently_run_as_a_whole(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    """The base's plan runs `-p cli -p ide` for an ide change; the change also deletes cli:
+    `cargo -p cli` would fail, the change's `-p ide` alone drops a check the base plans. Both
+    are right only with `--workspace`."""
+    root = make_repo(layouts.cargo_monorepo())
+    for name in ("Cargo.toml", "src/main.rs"):
+        (root / "crates/cli" / name).unlink()
+    write(root, {"crates/ide/src/lib.rs": "pub fn hover() -> u8 { 1 }\n"})
+    base = GitRevisionTree(discover(root), "HEAD")
+    changed = ["crates/cli/Cargo.toml", "crates/cli/src/main.rs", "crates/ide/src/lib.rs"]
+    assert commands(build_plan(changed, GitTree.discover(root), CONFIG, base=base)) == cargo(
+        "--workspace")
