@@ -82,7 +82,8 @@ def _concerns(job: CiJob, check: CiCheck, file: str, kind: str, selection: Selec
         inside = is_below(workspace, check.folder) or layout.folder_owner(
             check.folder) == workspace
         held = layout.workspaces.get(workspace)
-        allowed = ({selection.only[file]} if file in selection.only else
+        scope = selection.ecosystems.get(workspace, {}).get(file)
+        allowed = (set(scope) if scope is not None else
                    set(held.ecosystems) if held is not None else set(Ecosystem))
         if inside and (not check.ecosystems or check.ecosystems & allowed):
             return True
