@@ -23,26 +23,28 @@ verifying, and follows GitHub's rules:
   reusable workflow of another repository, a step needing secrets or another unknown
   expression, a shell other than bash or sh, a working directory outside the repository,
   publishing or deploying, rewriting files (`--fix`), `continue-on-error`, and the steps after
-  an artifact download (they work on another job's output).
+  an artifact download (they work on another job's output) or a browser download (they test
+  in browsers the sandbox does not download).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from posixpath import normpath
 from typing import Any
 
 from verification.ci_steps import (
     command_line,
+    commands,
+    downloads_browsers,
     ecosystems_of,
     install_ecosystem,
     kind_of,
     role,
     shell_of,
-    tools_of,
 )
 from verification.config import ConfigError
 from verification.expressions import (
@@ -59,6 +61,8 @@ from verification.filter_patterns import admits
 from verification.globs import compile_glob
 from verification.manifests import mapping
 from verification.model import UnverifiedStep
+from verification.scripts import line_uses
+from verification.tools import ToolUse
 from verification.workflows import (
     EventFilter,
     Job,
@@ -93,8 +97,9 @@ PATHS_FILTER_ACTIONS = frozenset({"dorny/paths-filter"})
 DOWNLOAD_ACTIONS = ("actions/download-artifact@", "dawidd6/action-download-artifact@")
 _SETUP_ACTION = re.compile(r"^[^/]+/setup-[^/@]+$")
 _NOT_LINUX = re.compile(r"windows|macos|\bmac\b|osx", re.IGNORECASE)
-# A job or workflow that benchmarks: it measures, it does not pass or fail a change.
-_BENCHMARK = re.compile(r"bench", re.IGNORECASE)
+# A job or workflow that benchmarks or measures sizes: it measures, it does not pass or fail
+# a change.
+_BENCHMARK = re.compile(r"bench|\bsize\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -153,9 +158,11 @@ class CiPlan:
     problems: list[UnverifiedStep] = field(default_factory=list)
 
 
-def read_ci(workflows: Workflows, changed: Sequence[str], folders: set[str]) -> CiPlan:
+def read_ci(workflows: Workflows, changed: Sequence[str], folders: Container[str],
+            scripts: Callable[[str], Mapping[str, object]]) -> CiPlan:
     """The jobs `changed` triggers (see the module docstring); `folders` are the tree's
-    folders, so a working directory that does not exist is named."""
+    folders, so a working directory that does not exist is named; `scripts` the package.json
+    scripts of a folder, so a step running one (`pnpm run check`) is read by what it runs."""
     plan = CiPlan(problems=[UnverifiedStep(p.path, "", "", p.reason) for p in workflows.problems])
     for path, workflow in sorted(workflows.by_path.items()):
         event = _trigger(workflow)
@@ -165,7 +172,7 @@ def read_ci(workflows: Workflows, changed: Sequence[str], folders: set[str]) -> 
         if not filtered:
             continue
         reader = _WorkflowReader(workflows, path, event, frozenset(filtered), folders,
-                                 changed)
+                                 changed, scripts)
         plan.jobs += reader.read(workflow, {}, prefix="", depth=0, outer_needs=())
     return plan
 
@@ -197,13 +204,15 @@ class _WorkflowReader:
     """Reads the jobs of one triggered workflow (and of the workflows it calls)."""
 
     def __init__(self, workflows: Workflows, path: str, event: EventFilter,
-                 admitted: frozenset[str], folders: set[str], changed: Sequence[str]) -> None:
+                 admitted: frozenset[str], folders: Container[str], changed: Sequence[str],
+                 scripts: Callable[[str], Mapping[str, object]]) -> None:
         self.workflows = workflows
         self.path = path
         self.event = event
         self.admitted = admitted
         self.folders = folders
         self.changed = changed
+        self.scripts = scripts
         self.stem = path.rpartition("/")[2].rsplit(".", 1)[0]
 
     def read(self, workflow: Workflow, inputs: Mapping[str, Value], *, prefix: str,
@@ -290,6 +299,7 @@ class _WorkflowReader:
         contexts["steps"] = Partial(steps_context)
         installs_seen: list[CiInstall] = []
         downloaded: str | None = None  # an artifact download the later steps work on
+        browsers: str | None = None  # a browser download the later steps test in
         previous = after
         for step in job.steps:
             step_contexts = {**contexts, "env": {**env}}
@@ -315,6 +325,14 @@ class _WorkflowReader:
                     self.path, key, step.label, f"runs on what {downloaded} brought (another "
                     "job's or run's artifacts), which does not run here"))
                 continue
+            if downloads_browsers(step.run):
+                browsers = browsers or step.label  # host preparation, like the others
+                continue
+            if browsers is not None:
+                entry.unverified.append(UnverifiedStep(
+                    self.path, key, step.label, f"needs the browsers {browsers!r} downloads, "
+                    "which does not run here"))
+                continue
             made = self._run_step(workflow, job, step, key, step_contexts, env)
             if isinstance(made, UnverifiedStep):
                 entry.unverified.append(made)
@@ -325,12 +343,12 @@ class _WorkflowReader:
                 installs_seen.append(made)
                 entry.installs.append(made)
                 continue
-            folder, script, command, kind = made
+            folder, script, command, kind, uses = made
             check = CiCheck(
                 key=f"{self.stem}.{key.replace('/', '.')}.{_slug(step, entry)}",
                 folder=folder, kind=kind, command=command, script=script,
-                ecosystems=ecosystems_of(script), tools=tools_of(script), workflow=self.path,
-                job=key, step=step.label,
+                ecosystems=ecosystems_of(script), tools=frozenset(u.tool for u in uses),
+                workflow=self.path, job=key, step=step.label,
                 setups=tuple(dict.fromkeys(i.folder for i in installs_seen)),
                 after=previous, notes=step_notes,
             )
@@ -351,7 +369,7 @@ class _WorkflowReader:
         """Why the job cannot run here, or the matrix combination it runs with."""
         names = (job.id, job.name or "", workflow.name or "", workflow.path.rpartition("/")[2])
         if any(_BENCHMARK.search(name) for name in names):
-            return "runs benchmarks: measurements, not verification"
+            return "runs benchmarks or measures sizes: measurements, not verification"
         if job.services:
             return f"needs services ({', '.join(job.services)}): they do not run in the sandbox"
         if job.container is not None:
@@ -394,9 +412,9 @@ class _WorkflowReader:
 
     def _run_step(self, workflow: Workflow, job: Job, step: Step, key: str,
                   contexts: dict[str, Value], env: dict[str, str]
-                  ) -> UnverifiedStep | CiInstall | tuple[str, str, str, str] | None:
-        """A `run:` step as (folder, script, command, kind) for a check, a `CiInstall`,
-        None for host preparation, or why it is skipped."""
+                  ) -> UnverifiedStep | CiInstall | _Made | None:
+        """A `run:` step as what a check is made of, a `CiInstall`, None for host
+        preparation, or why it is skipped."""
         def skipped(reason: str) -> UnverifiedStep:
             return UnverifiedStep(self.path, key, step.label, reason)
 
@@ -426,7 +444,9 @@ class _WorkflowReader:
             if folder not in self.folders:
                 return skipped(f"runs in {resolved}, a folder the repository does not have")
         known = {k: v for k, v in step_env.items() if not isinstance(v, Unknown)}
-        what = role(script, step.name)
+        package = self.scripts(folder)
+        uses = [use for line in commands(script) for use in line_uses(line, package)]
+        what = role(script, step.name, uses)
         if what == "publish":
             return skipped("publishes, deploys or uploads: not verification")
         if what == "fix":
@@ -438,7 +458,11 @@ class _WorkflowReader:
             lines = [install_ecosystem(line) for line in script.splitlines()]
             ecosystem = next((e for e in lines if e is not None), None)
             return CiInstall(folder, ecosystem, command)
-        return folder, script.strip(), command, kind_of(script, step.name)
+        return folder, script.strip(), command, kind_of(script, step.name, uses), uses
+
+
+# A check step's parts: folder, script, command, kind, the tools it runs.
+_Made = tuple[str, str, str, str, list[ToolUse]]
 
 
 @dataclass(frozen=True)

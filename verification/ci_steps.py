@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from verification.tools import kinds, tool_uses
+from verification.tools import ToolUse, kinds
 from verification.workspaces import Ecosystem
 
 StepRole = Literal["publish", "fix", "install", "host", "check"]
@@ -86,16 +86,13 @@ _ECOSYSTEM_TOOLS = {
     "go": _GO, "gofmt": _GO, "golangci-lint": _GO, "staticcheck": _GO,
 }  # fmt: skip
 
-# Kinds, tried in order on the script and the step's name: the first that matches.
+# Kinds, tried in order on the step's name, then its script: the first that matches. A format
+# check is a lint, as `tools.py` and `scripts.py` read one.
 _KINDS = (
-    ("format", re.compile(r"\bfmt\b.*--check|--check\b.*\bfmt\b|\bformat\b.*(?:--check|--diff)|"
-                          r"prettier\b.*(?:--check|\s-c\b|--list-different)|format[-:]check|"
-                          r"check[-:]format|black\b.*--check|\bgofmt\b|biome\s+format\b|"
-                          r"\bformat\b", re.IGNORECASE)),
     ("lint", re.compile(r"\blint\b|eslint|clippy|ruff\s+check|\bruff\b|flake8|pylint|golangci|"
                         r"go\s+vet|shellcheck|actionlint|zizmor|biome\s+(?:lint|check|ci)|"
-                        r"stylelint|markdownlint|yamllint|cargo\s+deny|\bvet\b",
-                        re.IGNORECASE)),
+                        r"stylelint|markdownlint|yamllint|cargo\s+deny|\bvet\b|\bfmt\b|"
+                        r"\bformat|prettier|black\b.*--check|\bgofmt\b", re.IGNORECASE)),
     ("typecheck", re.compile(r"\btsc\b|vue-tsc|type-?check|\bmypy\b|pyright|\bty\s+check|"
                              r"cargo\s+check\b|\btypes\b", re.IGNORECASE)),
     ("test", re.compile(r"\btests?\b|pytest|vitest|\bjest\b|nextest|\bspec\b|\be2e\b|"
@@ -150,14 +147,15 @@ def _bare(command: str) -> str:
     return " ".join(words) if words else command
 
 
-def role(script: str, name: str | None) -> StepRole:
-    """What the script is (see the module docstring)."""
+def role(script: str, name: str | None, uses: Sequence[ToolUse] = ()) -> StepRole:
+    """What the script is (see the module docstring); `uses` are the tools it runs, through
+    the package scripts it calls (`scripts.line_uses`)."""
     lines = [_bare(c) for c in commands(script)]
     if (name and _SHIPPING_NAME.search(name)) or any(_PUBLISH.match(line) for line in lines):
         return "publish"
     if not lines:
         return "host"
-    if any(_FIXES.search(line) or any(use.writes for use in tool_uses(line)) for line in lines):
+    if any(_FIXES.search(line) for line in lines) or any(use.writes for use in uses):
         return "fix"
     installs = [line for line in lines if install_ecosystem(line) is not None]
     if all(line in installs or is_host_preparation(line) for line in lines):
@@ -182,6 +180,16 @@ def install_ecosystem(command: str) -> Ecosystem | None:
     return None
 
 
+# Host preparation that downloads browsers: the steps after it test in those browsers.
+_BROWSERS = re.compile(r"playwright\s+install\b|puppeteer\S*/install|puppeteer\s+browsers\s+"
+                       r"install|cypress\s+install\b")
+
+
+def downloads_browsers(script: str) -> bool:
+    """True when the script downloads browsers (`playwright install`, puppeteer's install)."""
+    return _BROWSERS.search(script) is not None
+
+
 def is_host_preparation(command: str) -> bool:
     """True when `command` installs a tool or configures the runner (see the docstring)."""
     line = _bare(command)
@@ -190,23 +198,20 @@ def is_host_preparation(command: str) -> bool:
     return _HOST.match(line) is not None
 
 
-def kind_of(script: str, name: str | None) -> str:
-    """The check kind of a script: the kind of the first tool it runs (`tools.py`: `cargo
-    clippy` lints, `vitest` tests), else what its step's name or its words suggest; "custom"
-    when none does."""
-    found = kinds(use for line in commands(script) for use in tool_uses(line))
+def kind_of(script: str, name: str | None, uses: Sequence[ToolUse] = ()) -> str:
+    """The check kind of a script: what its step's name says ("Run tsc", "Run unit tests"),
+    else the kind of the first tool it runs (`tools.py`: `cargo clippy` lints, `vitest`
+    tests), else what its words suggest; "custom" when none does."""
+    for kind, pattern in _KINDS:
+        if name and pattern.search(name):
+            return kind
+    found = kinds(uses)
     if found:
         return found[0]
-    for text in (name or "", script):
-        for kind, pattern in _KINDS:
-            if pattern.search(text):
-                return kind
+    for kind, pattern in _KINDS:
+        if pattern.search(script):
+            return kind
     return "custom"
-
-
-def tools_of(script: str) -> frozenset[str]:
-    """The tools the script's commands run, by the names `tools.py` gives them."""
-    return frozenset(use.tool for line in commands(script) for use in tool_uses(line))
 
 
 def ecosystems_of(script: str) -> frozenset[Ecosystem]:

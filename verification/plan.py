@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from posixpath import basename, normpath
 
@@ -44,7 +44,7 @@ from verification.config import CheckConfig, VerifyConfig, WorkspaceConfig
 from verification.explain import Explanation, FileCoverage
 from verification.graph import DependencyGraph, build_graph
 from verification.index import RepoIndex, join, shapes_plan
-from verification.manifests import Manifests
+from verification.manifests import Manifests, mapping
 from verification.model import Plan, PlannedCheck, PlannedWorkspace, UnverifiedStep, shown
 from verification.node_runner import loads_build_output
 from verification.runners import Runners, narrow_cargo, widen_cargo
@@ -149,7 +149,10 @@ def _plan_tree(changed: list[str], tree: Tree, config: VerifyConfig, *, base: Tr
     verifying = [path for path, status in selection.files.items()
                  if status.kind not in ("ignored", "documentation")]
     folders = _Folders(tree)
-    assembly.add_ci(read_ci(workflows, verifying, folders), selection)
+    def scripts(folder: str) -> Mapping[str, object]:
+        return mapping(manifests.json(join(folder, "package.json")).get("scripts"))
+
+    assembly.add_ci(read_ci(workflows, verifying, folders, scripts), selection)
     if assembly.checks:
         assembly.add_needs(graph or build_graph(layout, manifests))
     plan, reasons = assembly.finish(selection)

@@ -138,6 +138,25 @@ def _script(name: str, kind: str | None, bodies: Mapping[str, str],
     return Script(name, kind, frozenset(use.tool for use in uses))
 
 
+def line_uses(line: str, scripts: Mapping[str, object]) -> list[ToolUse]:
+    """The tools a shell line run in a package's folder runs, through the scripts of that
+    package it calls (a CI step's `pnpm run check`: `tsc --noEmit`), in order."""
+    bodies = {name: body for name, body in scripts.items()
+              if isinstance(name, str) and isinstance(body, str)}
+    first = _read(line, bodies)
+    readings: dict[str, _Reading] = {}
+    uses = list(first.uses)
+    pending = [(call, 0) for call in first.calls]
+    while pending:
+        name, depth = pending.pop(0)
+        if name in readings or name not in bodies or depth >= MAX_CALL_DEPTH:
+            continue
+        readings[name] = _read(bodies[name], bodies)
+        uses += readings[name].uses
+        pending += [(call, depth + 1) for call in readings[name].calls]
+    return uses
+
+
 def _covered(script: Script, chosen: list[Script]) -> bool:
     """A test or type check is planned once per package; a lint whose tools a chosen lint
     runs already adds nothing."""

@@ -87,6 +87,16 @@ jobs:
       - name: Run unit tests
         run: pnpm -r test
 
+  e2e-test:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - run: pnpm install
+      - run: node node_modules/puppeteer/install.mjs
+      - run: pnpm exec playwright install chromium
+      - name: Run e2e tests
+        run: pnpm run test-e2e
+
   unit-test-windows:
     runs-on: windows-latest
     steps:
@@ -249,6 +259,8 @@ def test_a_pnpm_monorepos_ci_is_planned_in_its_order_with_its_install(
     assert steps(plan) == {
         ("test/unit-test-windows", "",
          "runs on windows-latest only (no Linux combination): only Linux jobs run here"),
+        ("test/e2e-test", "Run e2e tests", "needs the browsers 'node node_modules/puppeteer/"
+         "install.mjs' downloads, which does not run here"),
         ("test/lint-and-test-dts", "Upload coverage",
          "uses the action codecov/codecov-action@v4: actions do not run in the sandbox"),
     }
@@ -574,6 +586,9 @@ def test_ratchet_verify_prints_the_ci_checks_and_the_steps_it_does_not_run(
                              ["ci.test.lint-and-test-dts.run-eslint"],
                              ["ci.test.lint-and-test-dts.run-prettier"]]
     assert plan["unverified_steps"] == [
+        {"workflow": ".github/workflows/ci.yml", "job": "test/e2e-test", "step": "Run e2e tests",
+         "reason": "needs the browsers 'node node_modules/puppeteer/install.mjs' downloads, "
+                   "which does not run here"},
         {"workflow": ".github/workflows/ci.yml", "job": "test/unit-test-windows", "step": "",
          "reason": "runs on windows-latest only (no Linux combination): only Linux jobs run here"},
         {"workflow": ".github/workflows/ci.yml", "job": "test/lint-and-test-dts",
@@ -586,7 +601,7 @@ def test_ratchet_verify_prints_the_ci_checks_and_the_steps_it_does_not_run(
     assert ("  .github/workflows/ci.yml job test/lint-and-test-dts: Upload coverage: uses the "
             "action codecov/codecov-action@v4: actions do not run in the sandbox") in text
     explained = json.loads(verify("--explain", "--json"))
-    assert len(explained["unverified_steps"]) == 2
+    assert len(explained["unverified_steps"]) == 3
 
 
 def test_the_evidence_and_the_check_run_summary_list_the_ci_steps_not_run(
@@ -598,12 +613,14 @@ def test_the_evidence_and_the_check_run_summary_list_the_ci_steps_not_run(
     assert Plan.from_json(plan.to_json()) == plan
     report = EvidenceReport.from_dict(EvidenceReport.from_bundle(build_bundle(plan, [])).to_dict())
     assert report.unverified_steps == (
+        ".github/workflows/ci.yml job test/e2e-test: Run e2e tests: needs the browsers "
+        "'node node_modules/puppeteer/install.mjs' downloads, which does not run here",
         ".github/workflows/ci.yml job test/unit-test-windows: runs on windows-latest only (no "
         "Linux combination): only Linux jobs run here",
         ".github/workflows/ci.yml job test/lint-and-test-dts: Upload coverage: uses the action "
         "codecov/codecov-action@v4: actions do not run in the sandbox",
     )
     summary = render_summary(report)
-    assert "<summary>CI steps not run here (not verified): 2</summary>" in summary
+    assert "<summary>CI steps not run here (not verified): 3</summary>" in summary
     assert ("- `.github/workflows/ci.yml job test/lint-and-test-dts: Upload coverage: uses the "
             "action codecov/codecov-action@v4: actions do not run in the sandbox`") in summary

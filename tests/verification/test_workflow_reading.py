@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from verification.ci_steps import command_line, ecosystems_of, kind_of, role, shell_of
+from verification.ci_steps import command_line, commands, ecosystems_of, kind_of, role, shell_of
 from verification.expressions import Partial, Unknown, evaluate_condition, interpolate
 from verification.filter_patterns import admits, compile_pattern
+from verification.scripts import line_uses
+from verification.tools import ToolUse
 from verification.workflows import combinations
 from verification.workspaces import Ecosystem
 
@@ -120,15 +122,24 @@ def test_a_matrix_expands_in_githubs_order_with_exclude_and_include() -> None:
 def test_a_run_script_is_an_install_host_preparation_a_release_or_a_check(
     script: str, name: str | None, expected: str,
 ) -> None:
-    assert role(script, name) == expected
+    assert role(script, name, uses(script)) == expected
+
+
+def uses(script: str, package: dict[str, object] | None = None) -> list[ToolUse]:
+    return [use for line in commands(script) for use in line_uses(line, package or {})]
 
 
 def test_a_checks_kind_ecosystem_and_command_come_from_its_script() -> None:
     assert kind_of("cargo clippy --workspace -- -D warnings", None) == "lint"
     assert kind_of("pnpm run check", "Run tsc") == "typecheck"
-    assert kind_of("npx prettier --check .", None) == "lint"  # tools.py's kind of prettier
+    assert kind_of("npx prettier --check .", None, uses("npx prettier --check .")) == "lint"
     assert kind_of("cargo fmt --all --check", "Format") == "lint"
-    assert role("cargo fmt --all", None) == "fix" and role("ruff format .", None) == "fix"
+    assert role("cargo fmt --all", None, uses("cargo fmt --all")) == "fix"
+    # A package script the step runs is read for what it runs: `check` type-checks, `format`
+    # rewrites the files it formats.
+    package: dict[str, object] = {"check": "tsc --incremental --noEmit", "format": "prettier -w ."}
+    assert kind_of("pnpm run check", None, uses("pnpm run check", package)) == "typecheck"
+    assert role("pnpm run format", None, uses("pnpm run format", package)) == "fix"
     assert kind_of("uv run pytest -n auto", None) == "test"
     assert kind_of("maturin develop", None) == "build"
     assert kind_of("./scripts/guard.sh", None) == "custom"
