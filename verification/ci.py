@@ -320,18 +320,16 @@ class _WorkflowReader:
                 continue
             if step.run is None:
                 continue
-            if downloaded is not None:
-                entry.unverified.append(UnverifiedStep(
-                    self.path, key, step.label, f"runs on what {downloaded} brought (another "
-                    "job's or run's artifacts), which does not run here"))
-                continue
             if downloads_browsers(step.run):
                 browsers = browsers or step.label  # host preparation, like the others
                 continue
-            if browsers is not None:
-                entry.unverified.append(UnverifiedStep(
-                    self.path, key, step.label, f"needs the browsers {browsers!r} downloads, "
-                    "which does not run here"))
+            needed = (f"runs on what {downloaded} brought (another job's or run's artifacts)"
+                      if downloaded is not None else
+                      f"needs the browsers {browsers!r} downloads" if browsers is not None
+                      else None)
+            if needed is not None:
+                entry.unverified.append(UnverifiedStep(self.path, key, step.label,
+                                                       f"{needed}, which does not run here"))
                 continue
             made = self._run_step(workflow, job, step, key, step_contexts, env)
             if isinstance(made, UnverifiedStep):

@@ -399,7 +399,7 @@ def parse_config(source: str | bytes, model: type[M], *, path: str = CONFIG_PATH
     not UTF-8, not valid YAML, nested or expanded beyond the caps (see the module docstring),
     or does not match the schema.
     """
-    text = _decode(source, path)
+    text = decode_config(source, path)
     data, lines = _load(text, path)
     if data is None:
         return model()
@@ -445,8 +445,9 @@ def _load(text: str, path: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
         raise ConfigError(path, None, "", f"invalid YAML: {exc}") from exc
 
 
-def _decode(source: str | bytes, path: str) -> str:
-    """The text of a config, after the size cap; bytes must be UTF-8."""
+def decode_config(source: str | bytes, path: str) -> str:
+    """The text of a config file (or a workflow), after the size cap; bytes must be UTF-8.
+    Raises ConfigError naming `path` (and the line of the first byte that is not)."""
     if isinstance(source, str):
         check_config_size(len(source.encode("utf-8", "surrogatepass")), path=path)
         return source

@@ -25,7 +25,7 @@ from verification.config import (
     MAX_EXPANDED_NODES,
     MAX_NESTING_DEPTH,
     ConfigError,
-    check_config_size,
+    decode_config,
 )
 
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -60,7 +60,7 @@ class _Open:
 def load_yaml(source: str | bytes, *, path: str) -> Any:
     """The data of one YAML document (None when empty); raises ConfigError naming `path`
     (and the line) for YAML errors, bytes that are not UTF-8 and values over the limits."""
-    text = _decode(source, path)
+    text = decode_config(source, path)
     anchors: dict[str, tuple[Any, int, int]] = {}  # anchor -> (value, size, depth)
     stack: list[_Open] = []
     result: list[Any] = []
@@ -150,16 +150,3 @@ def _scalar(event: yaml.ScalarEvent) -> Any:
     if _FLOAT.fullmatch(text) and len(text) <= 100:
         return float(text)
     return _SPECIAL.get(text, text)
-
-
-def _decode(source: str | bytes, path: str) -> str:
-    if isinstance(source, str):
-        check_config_size(len(source.encode("utf-8", "surrogatepass")), path=path)
-        return source
-    check_config_size(len(source), path=path)
-    try:
-        return source.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = source.count(b"\n", 0, exc.start) + 1
-        raise ConfigError(path, line, "",
-                          f"not valid UTF-8 at byte {exc.start}; save the file as UTF-8") from exc
