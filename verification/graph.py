@@ -38,6 +38,7 @@ from verification.manifests import (
     poetry_dependencies,
     python_requirements,
     requirement_name,
+    strings,
 )
 from verification.semver import satisfies
 from verification.workspaces import Ecosystem, Layout
@@ -184,11 +185,50 @@ def _python_edges(layout: Layout, manifests: Manifests, graph: DependencyGraph) 
                     graph.add(path, target, reason + " (a uv workspace source)", _PY)
                 elif uv_root is not None and _uv_root(layout, target) == uv_root:
                     graph.add(path, target, reason + " (a member of the same uv workspace)", _PY)
+                elif uv_root is None and _pins(requirement, _python_version(
+                        target, pyprojects[target], manifests)):
+                    graph.add(path, target, reason + f" (the project in {target})", _PY)
         for name, spec in sorted(poetry_dependencies(pyproject).items()):
             if isinstance(spec, dict) and isinstance(spec.get("path"), str):
                 target = normpath(join(path, spec["path"]))
                 reason = f"{file}: [tool.poetry] {name} = {{ path = {spec['path']!r} }}"
                 graph.add(path, _workspace_at(layout, target), reason, _PY)
+
+
+def _pins(requirement: str, version: str | None) -> bool:
+    """Whether `requirement` takes the repository's own project of `version`: it names no
+    version, or exactly that one (`polars-runtime-32 == 1.43.2`, as polars pins its runtime
+    package built beside it). Other ranges may mean a published release: no edge."""
+    match = re.match(r"\s*[A-Za-z0-9][A-Za-z0-9._-]*\s*(?:\[[^\]]*\])?\s*([^;]*)", requirement)
+    spec = match.group(1).strip().strip("()").strip() if match else ""
+    if not spec:
+        return True
+    pinned = re.fullmatch(r"===?\s*(\S+)", spec)
+    return pinned is not None and version is not None and (
+        _loose(pinned.group(1)) == _loose(version))
+
+
+def _loose(version: str) -> str:
+    """A version for comparing a PEP 440 pin with a Cargo version (`1.35.0b1`, `1.35.0-beta.1`)."""
+    text = version.lower().removeprefix("v")
+    for long, short in (("alpha", "a"), ("beta", "b"), ("preview", "rc"), ("c", "rc")):
+        text = re.sub(rf"[-_.]?{long}[-_.]?", short, text)
+    return text
+
+
+def _python_version(path: str, pyproject: dict[str, Any], manifests: Manifests) -> str | None:
+    """A project's version: `[project] version`, or, when maturin provides it (`dynamic`),
+    the version of the crate maturin builds."""
+    project = mapping(pyproject.get("project"))
+    version = project.get("version")
+    if isinstance(version, str):
+        return version
+    if "version" not in strings(project.get("dynamic")):
+        return None
+    crate = _maturin_crate(path, pyproject)
+    version = mapping(manifests.toml(join(crate, "Cargo.toml")).get("package")).get("version") \
+        if crate is not None else None
+    return version if isinstance(version, str) else None
 
 
 def _uv_root(layout: Layout, path: str) -> str | None:
@@ -251,16 +291,22 @@ def _maturin_edges(layout: Layout, manifests: Manifests, graph: DependencyGraph)
     built again, and its Python checks run again, when the crate changes."""
     for path in _having(layout, "pyproject.toml"):
         file = join(path, "pyproject.toml")
-        pyproject = manifests.toml(file)
-        maturin = mapping(mapping(pyproject.get("tool")).get("maturin"))
-        backend = mapping(pyproject.get("build-system")).get("build-backend")
-        if backend != "maturin" and not maturin:
-            continue
-        manifest = maturin.get("manifest-path")
-        manifest = normpath(join(path, manifest if isinstance(manifest, str) else "Cargo.toml"))
-        crate = manifest.rpartition("/")[0] or "."
+        crate = _maturin_crate(path, manifests.toml(file))
         if crate in layout.crates:
-            graph.add(path, crate, f"{file}: built by maturin from {manifest}", _PY, _RUST)
+            graph.add(path, crate, f"{file}: built by maturin from {join(crate, 'Cargo.toml')}",
+                      _PY, _RUST)
+
+
+def _maturin_crate(path: str, pyproject: dict[str, Any]) -> str | None:
+    """The folder of the crate maturin builds the project at `path` from (`build-backend =
+    "maturin"`, `[tool.maturin] manifest-path`, else the Cargo.toml beside it), or None."""
+    maturin = mapping(mapping(pyproject.get("tool")).get("maturin"))
+    backend = mapping(pyproject.get("build-system")).get("build-backend")
+    if backend != "maturin" and not maturin:
+        return None
+    manifest = maturin.get("manifest-path")
+    manifest = normpath(join(path, manifest if isinstance(manifest, str) else "Cargo.toml"))
+    return manifest.rpartition("/")[0] or "."
 
 
 def _workspace_at(layout: Layout, folder: str) -> str | None:

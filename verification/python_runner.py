@@ -108,12 +108,14 @@ def python_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: M
     runner = _runner(workspace, layout, index)
     dependencies = _dependencies(workspace, index, manifests)
     nested = [relative(child, workspace) or child for child in layout.children(workspace)]
+    # Run by uv, a check uses the interpreter .python-version pins: that file concerns it.
+    uv = frozenset({"uv"}) if runner.startswith("uv ") else frozenset()
     checks = []
 
     if "ruff" in tools or _has(index, workspace, "ruff.toml", ".ruff.toml") or (
         "ruff" in dependencies
     ):
-        checks.append(DetectedCheck("ruff", "lint", f"{runner}ruff check .", _PY, _RUFF))
+        checks.append(DetectedCheck("ruff", "lint", f"{runner}ruff check .", _PY, _RUFF | uv))
 
     mypy_ini = manifests.text(join(workspace, "mypy.ini")) or ""
     uses_mypy = (
@@ -128,13 +130,13 @@ def python_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: M
             re.search(r"^files\s*=", text, re.MULTILINE) for text in (mypy_ini, setup_cfg)
         )
         if files_set:
-            checks.append(DetectedCheck("mypy", "typecheck", f"{runner}mypy", _PY, _MYPY))
+            checks.append(DetectedCheck("mypy", "typecheck", f"{runner}mypy", _PY, _MYPY | uv))
         else:
             excludes = "".join(
                 f" --exclude {shlex.quote('^' + re.escape(n) + '/')}" for n in nested
             )
             checks.append(DetectedCheck("mypy", "typecheck", f"{runner}mypy .{excludes}", _PY,
-                                        _MYPY))
+                                        _MYPY | uv))
 
     config = _pytest_config(workspace, pyproject, manifests, index)
     testpaths = config.testpaths
@@ -147,7 +149,7 @@ def python_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: M
             workspace, runner, index, manifests, pyproject,
             ignores=[] if testpaths else [*nested, *(
                 [] if config.configured else sorted(tests.fixture_dirs.get(workspace, ())))],
-        ), _PY, _PYTEST))
+        ), _PY, _PYTEST | uv))
     return checks
 
 

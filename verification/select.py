@@ -42,7 +42,7 @@ from typing import Literal
 from verification.checks import DetectedCheck
 from verification.config import CONFIG_PATH, VerifyConfig
 from verification.globs import ignore_matches
-from verification.graph import DependencyGraph
+from verification.graph import DependencyGraph, Edge
 from verification.index import TEST_DIRS, TEST_ONLY_DIRS, has_part, join, parent, relative
 from verification.lockfiles import DIFFED, affected_importers
 from verification.manifests import Manifests, node_dependencies
@@ -103,19 +103,20 @@ LOCKFILES = {
 
 # Toolchain pins and configs shared by the workspaces of one ecosystem below them.
 SHARED_FILES = {
-    ".python-version": _PY, "pytest.ini": _PY, "tox.ini": _PY, "noxfile.py": _PY,
+    "pytest.ini": _PY, "tox.ini": _PY, "noxfile.py": _PY,
     "constraints.txt": _PY,
-    ".nvmrc": _NODE, ".node-version": _NODE, ".npmrc": _NODE, ".yarnrc": _NODE,
+    ".npmrc": _NODE, ".yarnrc": _NODE,
     ".yarnrc.yml": _NODE, "turbo.json": _NODE, "nx.json": _NODE, "lerna.json": _NODE,
     "pnpm-workspace.yaml": _NODE,
     "rust-toolchain": _RUST, "rust-toolchain.toml": _RUST,
-    ".go-version": _GO, "go.work": _GO,
+    "go.work": _GO,
 }  # fmt: skip
 SHARED_PREFIXES = (("babel.config.", _NODE),)
 
 # Test files by name, in any language (the folders are `TEST_ONLY_DIRS`).
-_TEST_NAME = re.compile(r"(?:^|/)(?:test_[^/]*\.py|[^/]*_test\.(?:py|go|rs)|conftest\.py"
-                        r"|[^/]*\.(?:test|spec)\.[cm]?[jt]sx?)$")
+# `tests.rs` is a crate's `#[cfg(test)] mod tests`, `tests.py` a Django app's test module.
+_TEST_NAME = re.compile(r"(?:^|/)(?:test_[^/]*\.py|[^/]*_test\.(?:py|go|rs)|[^/]*_tests\.rs"
+                        r"|conftest\.py|tests\.(?:rs|py)|[^/]*\.(?:test|spec)\.[cm]?[jt]sx?)$")
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,10 @@ TOOL_FILES = {
     "clippy.toml": Tool("cargo clippy", _RUST), ".clippy.toml": Tool("cargo clippy", _RUST),
     "rustfmt.toml": Tool("rustfmt", _RUST), ".rustfmt.toml": Tool("rustfmt", _RUST),
     ".golangci.yml": Tool("golangci-lint", _GO), ".golangci.yaml": Tool("golangci-lint", _GO),
+    # Interpreter pins: uv honours .python-version when it runs a check; the Node and Go pins
+    # are read by version managers CI runs (nvm, setup-node, goenv), no check in the sandbox.
+    ".python-version": Tool("uv", _PY), ".nvmrc": Tool("nvm", _NODE),
+    ".node-version": Tool("nodenv", _NODE), ".go-version": Tool("goenv", _GO),
 }  # fmt: skip
 TOOL_PREFIXES = (
     (".eslintrc", _ESLINT), ("eslint.config.", _ESLINT), (".prettierrc", _PRETTIER),
@@ -253,7 +258,7 @@ def is_global_file(path: str) -> bool:
 
 def is_test_file(path: str) -> bool:
     """True for a file only its own package's tests read: below a test or fixture folder, or
-    named like a test (`test_x.py`, `x_test.go`, `x.test.ts`, `conftest.py`). Its package's
+    named like a test (`test_x.py`, `x_test.go`, `x.test.ts`, `conftest.py`, `tests.rs`). Its
     dependents never load it, so they are not checked for it."""
     return has_part(path, TEST_ONLY_DIRS) is not None or _TEST_NAME.search(path) is not None
 
@@ -375,8 +380,11 @@ def _code(path: str, layout: Layout, selection: Selection, pick: _Picker) -> Non
     crate's; elsewhere a source file's language picks its ecosystem's checks of a workspace
     holding several. A test file selects its own package only."""
     home = layout.home(path)
-    if home is None:
-        selection.files[path] = FileStatus("outside", "in no workspace")
+    harness = layout.harness(path) if layout.harnesses else None
+    if home is None or harness is not None:
+        why = f"in the cargo-fuzz harness {harness}: no check builds it" if harness else (
+            "in no workspace")
+        selection.files[path] = FileStatus("outside", why)
         return
     test = is_test_file(relative(path, home) or path)
     where = f"a test file in {home}" if test else f"in {home}"
@@ -505,13 +513,21 @@ def _dependents(start: Part, graph: DependencyGraph) -> list[tuple[Part, Steps]]
             part = (edge.dependent, edge.ecosystem)
             if part in spread:
                 continue
-            longer = (*path, f"{edge.dependent} depends on {folder} ({edge.reason})")
+            longer = (*path, _step(edge))
             found.setdefault(part, longer)
             if edge.spreads:
                 spread.add(part)
                 frontier.append((part, longer))
     found.pop(start, None)
     return list(found.items())
+
+
+def _step(edge: Edge) -> str:
+    """An edge as a step of `--explain`; across ecosystems, each side's named."""
+    if edge.ecosystem is edge.dependency_ecosystem:
+        return f"{edge.dependent} depends on {edge.dependency} ({edge.reason})"
+    return (f"{edge.dependent} ({edge.ecosystem}) depends on {edge.dependency} "
+            f"({edge.dependency_ecosystem}) ({edge.reason})")
 
 
 def parent_folder(path: str) -> str:

@@ -119,6 +119,8 @@ class Layout:
     skipped: dict[str, str]  # manifest folder -> why it is not a workspace
     # Folders of Cargo packages: the members of Cargo workspaces, root packages, lone crates.
     crates: frozenset[str] = frozenset()
+    # cargo-fuzz harnesses: no check builds their files.
+    harnesses: frozenset[str] = frozenset()
     _owners: dict[str, str | None] = field(default_factory=dict)
     _children: dict[str, list[str]] | None = None
 
@@ -176,6 +178,10 @@ class Layout:
                     self._children.setdefault(outer, []).append(path)
         return self._children.get(folder, [])
 
+    def harness(self, path: str) -> str | None:
+        """The cargo-fuzz harness holding `path`, if any: nothing checks it."""
+        return next((h for h in self.harnesses if is_below(path, h) and path != h), None)
+
     def cargo_root(self, crate: str) -> str:
         """The folder of the Cargo workspace building `crate` (the crate's own for a root
         package or a crate on its own)."""
@@ -230,6 +236,9 @@ def find_layout(
             continue
         if folder not in configured_set and folder != ".":
             reason = None if folder in declared else _test_data(folder, held, index)
+            if reason is None and "Cargo.toml" in held and folder not in folded and (
+                    _fuzz_harness(manifests.toml(join(folder, "Cargo.toml")))):
+                reason = FUZZ_HARNESS
             if reason is None:
                 reason = _undeclared(folder, held, declared.get(folder, set()), declarations,
                                      index)
@@ -246,7 +255,8 @@ def find_layout(
         if "Cargo.toml" in workspace.manifests
         and "package" in manifests.toml(join(path, "Cargo.toml"))
     }  # fmt: skip
-    return Layout(workspaces, declarations, folded, skipped, crates)
+    harnesses = frozenset(f for f, why in skipped.items() if why == FUZZ_HARNESS)
+    return Layout(workspaces, declarations, folded, skipped, crates, harnesses)
 
 
 def _test_data(folder: str, held: set[str], index: RepoIndex) -> str | None:
@@ -361,16 +371,26 @@ def _declarations(
                 m for m in uses if m in candidates and "go.mod" in candidates[m]
             ))
             found[(Ecosystem.GO, folder)] = Declaration(Ecosystem.GO, folder, go_work, members)
-    return _without_test_data_roots(found, candidates, index, configured)
+    return _without_test_data_roots(found, candidates, index, manifests, configured)
+
+
+# Why a cargo-fuzz harness is no workspace.
+FUZZ_HARNESS = ("a cargo-fuzz harness (`[package.metadata] cargo-fuzz = true`): cargo fuzz "
+                "builds it on nightly, no check does")
+
+
+def _fuzz_harness(cargo: Mapping[str, object]) -> bool:
+    """True for the crate `cargo fuzz init` writes (its metadata marks it)."""
+    return mapping(mapping(cargo.get("package")).get("metadata")).get("cargo-fuzz") is True
 
 
 def _without_test_data_roots(
     found: dict[tuple[Ecosystem, str], Declaration], candidates: Mapping[str, frozenset[str]],
-    index: RepoIndex, configured: set[str],
+    index: RepoIndex, manifests: Manifests, configured: set[str],
 ) -> tuple[dict[tuple[Ecosystem, str], Declaration], dict[str, str]]:
     """`found` without the declarations of roots that are test data (a pnpm or uv workspace
-    under `tests/specs/`, a Cargo workspace of one fixture crate), and those roots with why.
-    Their members are then judged like any undeclared folder (test data too)."""
+    under `tests/specs/`, a Cargo workspace of one fixture crate) or a cargo-fuzz harness, and
+    those roots with why. Their members are then judged like any undeclared folder."""
     skipped: dict[str, str] = {}
     changed = True
     while changed:
@@ -381,6 +401,9 @@ def _without_test_data_roots(
             if root == "." or root in configured or root in listed:
                 continue
             reason = _test_data(root, set(candidates.get(root, ())), index)
+            if reason is None and declaration.ecosystem is Ecosystem.RUST and _fuzz_harness(
+                    manifests.toml(declaration.file)):
+                reason = FUZZ_HARNESS
             if reason is not None:
                 del found[key]
                 skipped[root] = reason

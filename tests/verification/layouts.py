@@ -403,7 +403,8 @@ def cargo_monorepo() -> Files:
     """A virtual Cargo workspace laid out like rust-analyzer's and deno's: crates inheriting
     path dependencies from `[workspace.dependencies]`, a member only by being a path
     dependency (deno's `ext/os`), a crate nobody lists (deno's `ext/broadcast_channel`), an
-    excluded crate, a fuzz crate with its own `[workspace]`, a dev-only dependency, a fixture
+    excluded crate, a benchmark crate with its own `[workspace]`, a cargo-fuzz harness, a
+    dev-only dependency, a fixture
     crate with its own `[workspace]` under `tests/`, and the parser's test data."""
 
     def crate(name: str, tables: str = "") -> str:
@@ -427,9 +428,15 @@ def cargo_monorepo() -> Files:
         "crates/syntax/Cargo.toml": crate(
             "syntax", "\n[dependencies]\nparser.workspace = true\nserde.workspace = true\n"),
         "crates/syntax/src/lib.rs": "pub use parser::parse;\n",
-        "crates/syntax/fuzz/Cargo.toml": crate(
-            "syntax-fuzz", '\n[dependencies]\nsyntax = { path = ".." }\n\n[workspace]\n'
+        "crates/syntax/bench/Cargo.toml": crate(
+            "syntax-bench", '\n[dependencies]\nsyntax = { path = ".." }\n\n[workspace]\n'
             'members = ["."]\n'),
+        "crates/syntax/bench/src/main.rs": "fn main() {}\n",
+        # cargo-fuzz's harness (its template's metadata and workspace): `cargo fuzz` builds it
+        # on nightly, no pull request check does.
+        "crates/syntax/fuzz/Cargo.toml": crate(
+            "syntax-fuzz", '\n[package.metadata]\ncargo-fuzz = true\n\n[dependencies]\n'
+            'syntax = { path = ".." }\nlibfuzzer-sys = "0.4"\n\n[workspace]\nmembers = ["."]\n'),
         "crates/syntax/fuzz/fuzz_targets/parser.rs": "fn main() {}\n",
         "crates/ide/Cargo.toml": crate(
             "ide", "\n[dependencies]\nsyntax = { workspace = true }\n\n[dev-dependencies]\n"
@@ -531,4 +538,48 @@ def npm_workspace() -> Files:
         "packages/demo/index.js": "require('@acme/utils');\n",
         "packages/legacy-app/package.json": member("legacy-app", {"@acme/utils": "^0.9.0"}),
         "packages/legacy-app/index.js": "require('@acme/utils');\n",
+    }
+
+
+def polars_layout() -> Files:
+    """polars' shape: a Python package (setuptools) pinning a runtime package that maturin
+    builds from a crate of the Cargo workspace, with its version from that crate."""
+    def crate(name: str, tables: str = "") -> str:
+        return f'[package]\nname = "{name}"\nversion = "1.43.2"\nedition = "2024"\n{tables}'
+
+    return {
+        "Cargo.toml": (
+            '[workspace]\nmembers = ["crates/*", "py-polars/runtime/polars-runtime-32"]\n'
+            'resolver = "2"\n\n[workspace.dependencies]\n'
+            'polars-core = { version = "0.53.0", path = "crates/polars-core" }\n'
+            'polars-python = { version = "0.53.0", path = "crates/polars-python" }\n'),
+        "Cargo.lock": "version = 4\n",
+        "crates/polars-core/Cargo.toml": crate("polars-core"),
+        "crates/polars-core/src/lib.rs": "pub fn core() {}\n",
+        "crates/polars-python/Cargo.toml": crate(
+            "polars-python", "\n[dependencies]\npolars-core = { workspace = true }\n"),
+        "crates/polars-python/src/lib.rs": "pub fn python() {}\n",
+        "crates/polars-tools/Cargo.toml": crate("polars-tools"),
+        "crates/polars-tools/src/main.rs": "fn main() {}\n",
+        "py-polars/runtime/polars-runtime-32/Cargo.toml": crate(
+            "polars-runtime-32", '\n[lib]\nname = "_polars_runtime"\ncrate-type = ["cdylib"]\n\n'
+            '[dependencies]\npolars-python = { workspace = true, features = ["rt32"] }\n'),
+        "py-polars/runtime/polars-runtime-32/pyproject.toml": (
+            '[build-system]\nrequires = ["maturin>=1.3.2"]\nbuild-backend = "maturin"\n\n'
+            '[project]\nname = "polars-runtime-32"\nrequires-python = ">=3.10"\n'
+            'dynamic = ["version"]\n\n[tool.maturin]\nmodule-name = '
+            '"_polars_runtime_32._polars_runtime"\n'),
+        "py-polars/runtime/polars-runtime-32/src/lib.rs": "pub fn init() {}\n",
+        "py-polars/pyproject.toml": (
+            '[build-system]\nrequires = ["setuptools>=61"]\n'
+            'build-backend = "setuptools.build_meta"\n\n[project]\nname = "polars"\n'
+            'version = "1.43.2"\ndependencies = ["polars-runtime-32 == 1.43.2"]\n\n'
+            "[tool.pytest.ini_options]\ntestpaths = ['tests']\n"),
+        "py-polars/src/polars/__init__.py": "import _polars_runtime_32\n",
+        "py-polars/tests/unit/test_frame.py": "def test_frame():\n    assert True\n",
+        # The docs pin an older release: a published polars, not the repository's.
+        "docs/source/pyproject.toml": (
+            '[project]\nname = "polars-docs"\nversion = "0.0.0"\n'
+            'dependencies = ["polars-runtime-32 >= 1.30"]\n'),
+        "docs/source/tests/test_examples.py": "def test_examples():\n    assert True\n",
     }

@@ -6,14 +6,19 @@ language's checks only through a declared dependency (maturin).
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Callable
 from pathlib import Path
 
 import layouts
-from verify_helpers import Files, write
+import pytest
+from verify_helpers import Files, git, write
 
+from app.verify_cli import configure_parser, run_verify
 from plumbing.git import discover
+from runner.network import NetworkSettings
+from runner.sandbox import Sandbox
 from verification.config import VerifyConfig
 from verification.plan import Plan, build_plan, plan_change
 from verification.tree import GitRevisionTree, GitTree
@@ -43,11 +48,11 @@ def test_a_crate_change_checks_the_crate_and_its_dependents_only(
     make_repo: Callable[[Files], Path],
 ) -> None:
     root = make_repo(layouts.cargo_monorepo())
-    # syntax inherits parser (parser.workspace = true), ide syntax, cli ide; the fuzz crate
+    # syntax inherits parser (parser.workspace = true), ide syntax, cli ide; the bench crate
     # is a Cargo workspace of its own depending on syntax by path.
     assert commands(planned(root, "crates/parser/src/lib.rs")) == {
         **cargo("-p cli -p ide -p parser -p syntax"),
-        **cargo("--workspace", "crates/syntax/fuzz"),
+        **cargo("--workspace", "crates/syntax/bench"),
     }
     assert commands(planned(root, "crates/cli/src/main.rs")) == cargo("-p cli")
     # ext/os is a member only as cli's path dependency (Cargo's rule), no glob lists it.
@@ -56,7 +61,7 @@ def test_a_crate_change_checks_the_crate_and_its_dependents_only(
     assert commands(planned(root, "crates/test-utils/src/lib.rs")) == cargo(
         "-p ide -p test-utils")
     # Changes every crate may see: the whole workspace, and what depends on any of its crates.
-    whole = {**cargo("--workspace"), **cargo("--workspace", "crates/syntax/fuzz")}
+    whole = {**cargo("--workspace"), **cargo("--workspace", "crates/syntax/bench")}
     for changed in ("Cargo.lock", "Cargo.toml", "ext/broadcast/lib.rs"):
         assert commands(planned(root, changed)) == whole, changed
     # A toolchain pin concerns every Cargo workspace below it, the excluded crate's too.
@@ -83,7 +88,13 @@ def test_crates_nobody_builds_are_not_workspaces(make_repo: Callable[[Files], Pa
         "around it")
     assert explanation.skipped["tests/specs/pipe"] == (
         "below a tests/ folder and no workspace declares it: test data")
-    assert "crates/syntax/fuzz" not in explanation.skipped  # its own [workspace]
+    assert "crates/syntax/bench" not in explanation.skipped  # its own [workspace]
+    target = "crates/syntax/fuzz/fuzz_targets/parser.rs"
+    fuzzed = planned(root, target)
+    assert (fuzzed.checks, fuzzed.unverified) == ((), (target,))
+    assert explanation.skipped["crates/syntax/fuzz"] == (
+        "a cargo-fuzz harness (`[package.metadata] cargo-fuzz = true`): cargo fuzz builds it "
+        "on nightly, no check does")
     assert explanation.skipped["ext/os"] == "a crate of the Cargo workspace at ."
 
 
@@ -102,9 +113,9 @@ def test_explain_names_the_edges_and_the_narrowing(make_repo: Callable[[Files], 
         "syntax.workspace = true, [workspace.dependencies] in Cargo.toml: syntax = { path = "
         '"./crates/syntax" })); syntax (in crates/syntax)',
     ]
-    assert because["crates/syntax/fuzz:cargo-test"][0]["steps"] == [
+    assert because["crates/syntax/bench:cargo-test"][0]["steps"] == [
         "in crates/syntax",
-        'crates/syntax/fuzz depends on crates/syntax (crates/syntax/fuzz/Cargo.toml: syntax = '
+        'crates/syntax/bench depends on crates/syntax (crates/syntax/bench/Cargo.toml: syntax = '
         '{ path = ".." })',
     ]
 
@@ -218,3 +229,54 @@ def test_crates_the_base_and_the_change_narrow_differently_run_as_a_whole(
     changed = ["crates/cli/Cargo.toml", "crates/cli/src/main.rs", "crates/ide/src/lib.rs"]
     assert commands(build_plan(changed, GitTree.discover(root), CONFIG, base=base)) == cargo(
         "--workspace")
+
+
+def test_a_pinned_python_package_built_from_a_crate_is_tested_when_the_crate_changes(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    """polars' Python tests run on the runtime maturin builds from the Cargo workspace: a
+    change in a crate the runtime's crate depends on plans them; the docs project, which does
+    not pin the repository's version, and an unrelated crate's change do not."""
+    root = make_repo(layouts.polars_layout())
+    pytest = 'python -m pytest -q -p no:cacheprovider --junitxml="$RATCHET_JUNIT"'
+    result = plan_change(["crates/polars-core/src/lib.rs"], GitTree.discover(root), CONFIG)
+    assert commands(result.plan) == {
+        **cargo("-p polars-core -p polars-python -p polars-runtime-32"),
+        "py-polars:pytest": pytest,
+    }
+    because = {c["key"]: c["because"][0]["steps"]
+               for c in result.explanation.to_dict()["checks"]}
+    assert because["py-polars:pytest"][-2:] == [
+        "py-polars/runtime/polars-runtime-32 (python) depends on "
+        "py-polars/runtime/polars-runtime-32 (rust) "
+        "(py-polars/runtime/polars-runtime-32/pyproject.toml: built by maturin from "
+        "py-polars/runtime/polars-runtime-32/Cargo.toml)",
+        'py-polars depends on py-polars/runtime/polars-runtime-32 (py-polars/pyproject.toml: '
+        '"polars-runtime-32 == 1.43.2" (the project in py-polars/runtime/polars-runtime-32))',
+    ]
+    assert commands(planned(root, "crates/polars-tools/src/main.rs")) == cargo("-p polars-tools")
+
+
+def test_ratchet_verify_plan_only_json_runs_the_changed_crates(
+    make_repo: Callable[[Files], Path], capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`ratchet verify --plan-only --json` on a branch of the Cargo monorepo: its plan runs
+    the changed crate and its dependents with `-p`, and says nothing is left unverified."""
+    root = make_repo(layouts.cargo_monorepo())
+    git(root, "checkout", "-q", "-b", "feature")
+    write(root, {"crates/ide/src/lib.rs": "pub fn hover() -> u8 { 1 }\n"})
+    git(root, "commit", "-q", "-am", "ide: hover returns a value")
+    parser = argparse.ArgumentParser(prog="ratchet verify")
+    configure_parser(parser)
+    code = run_verify(parser.parse_args(["--repo", str(root), "--head", "HEAD", "--plan-only",
+                                         "--json"]), Sandbox(), NetworkSettings())
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    plan = json.loads(out)["plan"]
+    assert [(c["id"], c["workspace"], c["command"], c["needs"]) for c in plan["checks"]] == [
+        ("cargo-check", ".", "cargo check -p cli -p ide --all-targets",
+         {"setup": [], "checks": []}),
+        ("cargo-test", ".", "cargo test -p cli -p ide", {"setup": [], "checks": []}),
+    ]
+    assert (plan["order"], plan["setup"], plan["unverified"]) == (
+        [["cargo-check", "cargo-test"]], [], [])

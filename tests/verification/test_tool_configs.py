@@ -118,3 +118,21 @@ def test_a_root_makefile_plans_the_checks_running_make(monorepo: Path) -> None:
     tree = GitTree.discover(monorepo)
     assert keys(plan_change(["Makefile"], tree, config).plan) == {"unit"}
     assert keys(plan_change([".pre-commit-config.yaml"], tree, config).plan) == {"hooks"}
+
+
+def test_an_interpreter_pin_plans_the_checks_that_honour_it(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    """uv runs a check on the interpreter `.python-version` pins; `.nvmrc` and `.node-version`
+    pin what nvm or setup-node install in CI, which no check in the sandbox runs."""
+    root = make_repo({**layouts.uv_workspace(), **layouts.pnpm_workspace(),
+                      ".nvmrc": "22\n", ".node-version": "22.11.0\n"})
+    pin = planned(root, ".python-version").plan
+    assert {c.key for c in pin.checks} == {
+        "ruff", "pytest", "packages/core:pytest", "packages/cli:pytest"}
+    assert all(c.command.startswith("uv run --frozen ") for c in pin.checks)
+    for name, manager in ((".nvmrc", "nvm"), (".node-version", "nodenv")):
+        result = planned(root, name)
+        assert (result.plan.checks, result.plan.unverified) == ((), (name,)), name
+        assert f"configures {manager}, and no planned check runs {manager}" in render_text(
+            result.explanation)

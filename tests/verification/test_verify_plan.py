@@ -49,8 +49,12 @@ def test_ratchet_config_plans_every_workspace_and_shared_files_their_ecosystem(
 ) -> None:
     everything = build_plan([".tool-versions"], git_tree(monorepo), CONFIG)
     assert build_plan([".github/ratchet.yml"], git_tree(monorepo), CONFIG) == everything
-    python = build_plan([".python-version"], git_tree(monorepo), CONFIG)
+    python = build_plan(["constraints.txt"], git_tree(monorepo), CONFIG)
     assert planned(python) == planned(everything) - {"web:node-test"}
+    # The interpreter pin concerns the checks uv runs (it honours .python-version): here
+    # pytest runs on the sandbox's python, and the pin is listed as nothing verifying it.
+    pin = build_plan([".python-version"], git_tree(monorepo), CONFIG)
+    assert (pin.checks, pin.unverified) == ((), (".python-version",))
     # No workspace installs from a root package-lock.json (web has its own): nothing
     # verifies it, and the plan says so instead of passing silently.
     stray = build_plan(["package-lock.json"], git_tree(monorepo), CONFIG)
