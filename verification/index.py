@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 
 from verification.tree import SKIPPED_DIRS
 
-# Where GitHub reads workflows (files directly in it).
+# Where GitHub reads workflows (files directly in it), and their suffixes.
 WORKFLOWS_FOLDER = ".github/workflows"
+WORKFLOW_SUFFIXES = (".yml", ".yaml")
 
 # Manifest file names that make their folder a workspace candidate.
 PYTHON_MANIFESTS = frozenset({"pyproject.toml", "setup.cfg", "setup.py"})
@@ -114,6 +115,12 @@ def shapes_plan(path: str) -> bool:
     if name in WATCHED_NAMES or name.startswith(WATCHED_PREFIXES):
         return True
     return name.endswith(".py") and _PYTHON_TEST.match(name) is not None
+
+
+def is_workflow_file(path: str) -> bool:
+    """True for a file GitHub reads as a workflow (directly in `.github/workflows`)."""
+    folder, _, name = path.rpartition("/")
+    return folder == WORKFLOWS_FOLDER and name.endswith(WORKFLOW_SUFFIXES)
 
 
 def join(folder: str, name: str) -> str:

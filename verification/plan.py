@@ -34,16 +34,15 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from posixpath import basename, normpath
+from typing import TYPE_CHECKING
 
 from plumbing.files import printable_path
 from verification.cargo import crate_name
 from verification.checks import DetectedCheck
-from verification.ci import CiCheck, CiJob, CiPlan, read_ci
-from verification.ci_cover import covering, duplicated_by
 from verification.config import CheckConfig, VerifyConfig, WorkspaceConfig
 from verification.explain import Explanation, FileCoverage
 from verification.graph import DependencyGraph, build_graph
-from verification.index import RepoIndex, join, shapes_plan
+from verification.index import RepoIndex, is_workflow_file, join, shapes_plan
 from verification.manifests import Manifests, mapping
 from verification.model import Plan, PlannedCheck, PlannedWorkspace, UnverifiedStep, shown
 from verification.node_runner import loads_build_output
@@ -57,8 +56,13 @@ from verification.select import (
     select,
 )
 from verification.tree import Tree, read_texts
-from verification.workflows import Workflows, is_workflow_file, read_workflows
 from verification.workspaces import Ecosystem, Layout, declared_names, find_layout
+
+# Reading CI loads with the first workflow that has jobs: a repository without one plans
+# without importing it.
+if TYPE_CHECKING:
+    from verification.ci import CiCheck, CiJob, CiPlan
+    from verification.workflows import Workflows
 
 __all__ = [
     "Plan",
@@ -116,7 +120,7 @@ def plan_change(
 
 
 def _base_workflows(index: RepoIndex, manifests: Manifests, changed: list[str],
-                    base: Tree | None) -> Workflows:
+                    base: Tree | None) -> Workflows | None:
     """The base revision's workflows: a change cannot choose its own checks. A workflow file
     the change does not touch is the same in both trees, so it is read with the manifests,
     in one batch; one the change touches is read from the base (absent there: none)."""
@@ -129,11 +133,14 @@ def _base_workflows(index: RepoIndex, manifests: Manifests, changed: list[str],
     if base is not None and touched:
         texts.update({path: text for path, text in read_texts(base, sorted(touched)).items()
                       if text is not None})
+    if not texts:
+        return None
+    from verification.workflows import read_workflows
     return read_workflows(texts)
 
 
 def _plan_tree(changed: list[str], tree: Tree, config: VerifyConfig, *, base: Tree | None,
-               workflows: Workflows, index: RepoIndex | None = None,
+               workflows: Workflows | None, index: RepoIndex | None = None,
                manifests: Manifests | None = None) -> PlanResult:
     index = index or RepoIndex.from_paths(tree.paths())
     manifests = manifests or Manifests(tree)
@@ -146,13 +153,16 @@ def _plan_tree(changed: list[str], tree: Tree, config: VerifyConfig, *, base: Tr
     assembly = _Assembly(layout, Runners(layout, index, manifests), configured, config)
     assembly.add_selected(selection)
     assembly.add_root_runners(selection)
-    verifying = [path for path, status in selection.files.items()
-                 if status.kind not in ("ignored", "documentation")]
-    folders = _Folders(tree)
-    def scripts(folder: str) -> Mapping[str, object]:
-        return mapping(manifests.json(join(folder, "package.json")).get("scripts"))
+    if workflows is not None and (workflows.by_path or workflows.problems):
+        from verification.ci import read_ci
 
-    assembly.add_ci(read_ci(workflows, verifying, folders, scripts), selection)
+        verifying = [path for path, status in selection.files.items()
+                     if status.kind not in ("ignored", "documentation")]
+
+        def scripts(folder: str) -> Mapping[str, object]:
+            return mapping(manifests.json(join(folder, "package.json")).get("scripts"))
+
+        assembly.add_ci(read_ci(workflows, verifying, _Folders(tree), scripts), selection)
     if assembly.checks:
         assembly.add_needs(graph or build_graph(layout, manifests))
     plan, reasons = assembly.finish(selection)
@@ -347,6 +357,8 @@ class _Assembly:
         (`ci_cover.covering`), with the earlier checks of their jobs and of the jobs they
         need (CI runs them first); the CI steps they skip are listed. A CI check in a folder
         `.github/ratchet.yml` configures is not planned: the configured checks win."""
+        from verification.ci_cover import covering
+
         self.unverified_steps += ci.problems
         timeout = float(self.config.timeout)
         by_id: dict[str, str] = {}
@@ -504,6 +516,8 @@ class _Assembly:
         ci_checks = [self.ci[key][0] for key in self.ci if key in self.reasons]
         if not ci_checks:
             return
+        from verification.ci_cover import duplicated_by
+
         plan_keys = {c.key: key for key, (c, _) in self.ci.items()}
         replaced: dict[str, str] = {}
         for workspace, entries in self.checks.items():

@@ -27,22 +27,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from verification.config import ConfigError
-from verification.index import WORKFLOWS_FOLDER
 from verification.manifests import mapping
 from verification.yaml_events import load_yaml
 
-WORKFLOW_SUFFIXES = (".yml", ".yaml")
 # Words one of the events a change triggers needs (or a reusable workflow's): a file with
 # none of them (a schedule, an issue bot) never runs for a change and is not parsed.
 _CHANGE_EVENT = re.compile(r"pull_request|push|merge_group|workflow_call")
 # The most matrix combinations looked at for one job (GitHub runs at most 256).
 MAX_COMBINATIONS = 256
-
-
-def is_workflow_file(path: str) -> bool:
-    """True for a file GitHub reads as a workflow (directly in `.github/workflows`)."""
-    folder, _, name = path.rpartition("/")
-    return folder == WORKFLOWS_FOLDER and name.endswith(WORKFLOW_SUFFIXES)
 
 
 @dataclass(frozen=True)
@@ -165,7 +157,7 @@ def read_workflows(texts: Mapping[str, str | None]) -> Workflows:
         workflow = _workflow(path, data)
         if isinstance(workflow, WorkflowProblem):
             found.problems.append(workflow)
-        else:
+        elif workflow.jobs:  # a workflow of no jobs runs nothing
             found.by_path[path] = workflow
     return found
 
