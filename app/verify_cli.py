@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plumbing.git import GitError
-from runner.config import read_repository_config
-from verification.config import CONFIG_PATH, ConfigError
+from verification.config import CONFIG_PATH, ConfigError, read_verify_config
 from verification.explain import render_text, run_order, setup_json
 from verification.pipeline import Candidate, Verification, plan_verification
 from verification.plan import Plan, PlanResult
@@ -138,9 +137,10 @@ def _plan(args: argparse.Namespace) -> Verification | int:
         base = resolve_revision(repo, args.base) if args.base else default_base(repo)
         head = resolve_revision(repo, args.head) if args.head else None
         candidate = Candidate.between(repo, base, head)
-        # At the base, like a run's: a change cannot choose the checks that verify it.
-        config = read_repository_config(repo, candidate.start)
-        verification = plan_verification(candidate, config.verify)
+        # At the base, like a run's: a change cannot choose the checks that verify it. Only
+        # the verify section: the rest of the file is the runner's, read when a run starts.
+        config = read_verify_config(repo, candidate.start)
+        verification = plan_verification(candidate, config)
     except (RevisionError, ConfigError, TreeError, GitError) as exc:
         return _error(exc)
     plan = verification.plan

@@ -8,11 +8,11 @@ one sentence naming the setting and the ceiling. Pure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from runner.budget import Budget, Limit, format_amount
 from runner.config import BudgetConfig, LimitsConfig, RepositoryConfig, ResearchConfig
-from verification.config import CheckConfig, VerifyConfig
+from verification.config import DEFAULT_CHECK_TIMEOUT, CheckConfig, VerifyConfig
 
 # Check timeouts named in one note at most; the rest are counted.
 NAMED_TIMEOUTS = 5
@@ -108,11 +108,12 @@ def _verify(verify: VerifyConfig, ceilings: Ceilings) -> tuple[VerifyConfig, lis
                                str(most), "RATCHET_CHECK_CONCURRENCY"))
     longest = ceilings.check_timeout
     if longest is None:
-        return verify.model_copy(update=update), notes
+        return replace(verify, **update), notes
     over = []  # the settings that asked for more, as a reader finds them in the file
     if verify.timeout > longest:
         update["timeout"] = longest
-        if "timeout" in verify.model_fields_set:
+        # The default is the service's to lower: only a timeout the file asks for is named.
+        if verify.timeout != DEFAULT_CHECK_TIMEOUT:
             over.append("verify.timeout")
 
     def lowered(checks: list[CheckConfig], where: str) -> list[CheckConfig]:
@@ -120,14 +121,14 @@ def _verify(verify: VerifyConfig, ceilings: Ceilings) -> tuple[VerifyConfig, lis
         for check in checks:
             if check.timeout is not None and check.timeout > longest:
                 over.append(f"{where}[{check.id}].timeout")
-                check = check.model_copy(update={"timeout": longest})
+                check = replace(check, timeout=longest)
             result.append(check)
         return result
 
     update["checks"] = lowered(verify.checks, "verify.checks")
     update["workspaces"] = [
-        workspace.model_copy(update={"checks": lowered(
-            workspace.checks, f"verify.workspaces[{workspace.path}].checks")})
+        replace(workspace, checks=lowered(workspace.checks,
+                                          f"verify.workspaces[{workspace.path}].checks"))
         for workspace in verify.workspaces
     ]
     if over:
@@ -136,4 +137,4 @@ def _verify(verify: VerifyConfig, ceilings: Ceilings) -> tuple[VerifyConfig, lis
         notes.append(f"{named}{more} ask for longer than the service's ceiling of"
                      f" {longest:g} s per check (RATCHET_CHECK_TIMEOUT); those checks run with"
                      f" {longest:g} s")
-    return verify.model_copy(update=update), notes
+    return replace(verify, **update), notes

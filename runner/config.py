@@ -1,25 +1,40 @@
 """The repository's `.github/ratchet.yml` as the runner reads it: every section of the file.
 
-`verify` is verification's (``verification/config.py``, which also holds the hostile-YAML
-loader every section is parsed with); approval, budget, agent, research, repair and limits are
-the runner's own, defined here.
+`verify` is verification's (``verification/config.py``: a dataclass read by its own validator,
+so `ratchet verify` can read it without pydantic); approval, budget, agent, research, repair,
+limits and publish are the runner's own pydantic models, defined here. The file is loaded by
+``verification.config.load_config`` (the hostile-YAML caps, the line of every field).
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Annotated, Any, TypeVar
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from plumbing.git import Git
 from verification.config import (
     CONFIG_PATH,
-    ConfigModel,
+    UNKNOWN_KEY,
+    ConfigError,
+    FieldProblem,
     VerifyConfig,
     check_host_pattern,
-    parse_config,
+    config_error_at,
+    load_config,
     read_config_at,
     read_config_file,
 )
@@ -41,6 +56,27 @@ DEFAULT_SUBAGENT_CONCURRENCY = 3
 MAX_SUBAGENT_CONCURRENCY = 16
 DEFAULT_MAX_SUBAGENTS = 8
 MAX_SUBAGENTS = 32
+
+
+M = TypeVar("M", bound="ConfigModel")
+
+
+class ConfigModel(BaseModel):
+    """A section of the file: unknown keys are errors, values frozen."""
+
+    # A typo in a config key must not be silently ignored: it would drop a check. `.inf` and
+    # `.nan` are valid YAML floats but no valid timeout.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+def _verify_section(value: object) -> VerifyConfig:
+    return value if isinstance(value, VerifyConfig) else VerifyConfig.from_dict(value)
+
+
+# The `verify` section as a field: read by its own validator (a FieldProblem names the field
+# below `verify`), written back as the mapping it reads.
+VerifySection = Annotated[VerifyConfig, PlainValidator(_verify_section),
+                          PlainSerializer(VerifyConfig.to_dict)]
 
 
 def check_subagent_name(name: str) -> str:
@@ -193,7 +229,7 @@ class RepositoryConfig(ConfigModel):
     """
 
     trigger_label: str | None = Field(default=None, min_length=1)
-    verify: VerifyConfig = VerifyConfig()
+    verify: VerifySection = VerifyConfig()
     repair: RepairConfig = RepairConfig()
     limits: LimitsConfig = LimitsConfig()
     approval: ApprovalConfig = ApprovalConfig()
@@ -225,3 +261,37 @@ def read_repository_config(git: Git, revision: str | None) -> RepositoryConfig:
 def parse_repository_config(source: str | bytes, *, path: str = CONFIG_PATH) -> RepositoryConfig:
     """The whole file's content parsed (see ``verification.config.parse_config``)."""
     return parse_config(source, RepositoryConfig, path=path)
+
+
+def parse_config(source: str | bytes, model: type[M], *, path: str = CONFIG_PATH) -> M:
+    """Parse a config file's content, as read (bytes) or already decoded (text), into ``model``.
+
+    An empty file gives ``model()``'s defaults. Raises ConfigError as
+    ``verification.config.load_config`` does, and naming the line and field when the content
+    does not match the schema.
+    """
+    data, lines = load_config(source, path=path)
+    if data is None:
+        return model()
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _config_error(exc, lines, path) from exc
+
+
+def _config_error(exc: ValidationError, lines: Mapping[tuple[Any, ...], int],
+                  path: str) -> ConfigError:
+    # Report one error, keeping the message precise. An unknown key first: it is usually a
+    # misspelled field, which also makes that field look missing.
+    errors = exc.errors()
+    error = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    loc = tuple(error["loc"])
+    located = error.get("ctx", {}).get("error")
+    if isinstance(located, FieldProblem):
+        loc += located.loc
+    message = error["msg"]
+    if error["type"] == "extra_forbidden":
+        message = UNKNOWN_KEY
+    elif message.startswith("Value error, "):
+        message = message.removeprefix("Value error, ")
+    return config_error_at(path, lines, loc, message)

@@ -1,12 +1,15 @@
-"""The repository's `.github/ratchet.yml`: its hostile-YAML loader and its `verify` section.
+"""The repository's `.github/ratchet.yml`: reading it safely, and its `verify` section.
 
-The other sections (approval, budget, agent, research, repair, limits) are the runner's:
-`runner/config.py` composes the whole file from them and parses it with ``parse_config``.
+The other sections (approval, budget, agent, research, repair, limits, publish) are the
+runner's: `runner/config.py` composes the whole file from pydantic models, with `verify` read by
+``VerifyConfig.from_dict`` here. ``read_verify_config`` reads only this section (and refuses an
+unknown top-level key), without pydantic: `ratchet verify` plans in a fraction of the time the
+whole file's models take to load, and both readers validate `verify` with the same code.
 
 Errors name the file, the line and the field, so a maintainer can fix the file without guessing:
-`.github/ratchet.yml:7: verify.checks[0].timeout: Input should be a valid number`. Line numbers
-come from PyYAML's node marks: the file is composed into a node graph, every field path is mapped
-to the line of its key (or list item), and a pydantic error's location is looked up there.
+`.github/ratchet.yml:7: verify.checks[0].timeout: give a number of seconds greater than 0`.
+Line numbers come from PyYAML's node marks (``verification/config_yaml.py``, which loads only
+when a repository has the file): every field path is mapped to the line of its key or list item.
 
 The file comes from the repository under review, so it is treated as hostile. Before anything
 walks it, the file must be at most `MAX_CONFIG_BYTES` of valid UTF-8, nest at most
@@ -19,17 +22,16 @@ instead of exhausting memory or the stack. Validation is linear in the number of
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import ipaddress
+import math
 import os
 import re
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal, TypeVar
-
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from typing import Any, Literal, get_args
 
 from plumbing.environment import name_problem
 from plumbing.files import UnsafePath, read_beneath
@@ -37,6 +39,11 @@ from plumbing.git import Git, GitError
 
 # Where the configuration lives, relative to the repository root.
 CONFIG_PATH = ".github/ratchet.yml"
+
+# The file's top-level sections, in order: one field of `runner.config.RepositoryConfig` each
+# (a test holds them equal). `read_verify_config` refuses any other key without reading them.
+SECTIONS = ("trigger_label", "verify", "repair", "limits", "approval", "budget", "agent",
+            "research", "publish")
 
 # The largest config file accepted, checked before parsing. Real configs are a few KiB; this
 # bounds PyYAML's (pure Python, about 1 s for 256 KiB) parse time and the memory of everything
@@ -55,13 +62,16 @@ MAX_EXPANDED_NODES = 100_000
 # interpreter's recursion limit.
 MAX_NESTING_DEPTH = 32
 
-# Opening the config in a checked-out (possibly hostile) tree: never through a symlink, never
-# blocking on a FIFO, never becoming a controlling terminal.
-_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+# Seconds a check may run when neither it nor `verify.timeout` says.
+DEFAULT_CHECK_TIMEOUT = 900.0
 
-M = TypeVar("M", bound="ConfigModel")
+# What an unknown key is told: it is usually a misspelled field.
+UNKNOWN_KEY = "unknown key; check the spelling against the documented fields"
 
 CheckKind = Literal["lint", "format", "typecheck", "test", "build", "custom"]
+CHECK_KINDS: tuple[str, ...] = get_args(CheckKind)
+# A configured check's id: it names the check in keys, logs and `needs`.
+_CHECK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 class ConfigError(Exception):
@@ -78,6 +88,34 @@ class ConfigError(Exception):
         self.problem = problem
         where = f"{path}:{line}" if line is not None else path
         super().__init__(f"{where}: {field}: {problem}" if field else f"{where}: {problem}")
+
+
+class FieldProblem(ValueError):
+    """A problem at one field of a section: ``loc`` is its path below the value being read
+    (keys and list indexes), so the ConfigError names that field and its line."""
+
+    def __init__(self, loc: tuple[Any, ...], problem: str) -> None:
+        super().__init__(problem)
+        self.loc = loc
+
+
+def config_error_at(path: str, lines: Mapping[tuple[Any, ...], int], loc: tuple[Any, ...],
+                    problem: str) -> ConfigError:
+    """The ConfigError for ``problem`` at field ``loc`` of the file at ``path``, at the line of
+    that field, else of the nearest field around it that has one (``lines``: the loader's)."""
+    line = next((lines[loc[:end]] for end in range(len(loc), 0, -1) if loc[:end] in lines), 1)
+    return ConfigError(path, line, format_field(loc), problem)
+
+
+def format_field(loc: tuple[Any, ...]) -> str:
+    """A field path as the error names it: `verify.checks[0].timeout`."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
 
 
 def normalize_workspace_path(value: str) -> str:
@@ -118,22 +156,8 @@ def check_host_pattern(value: str) -> str:
     return pattern
 
 
-def _require_unique_ids(checks: list[CheckConfig]) -> None:
-    counts = Counter(check.id for check in checks)  # linear: a config may list many checks
-    duplicate = next((check_id for check_id, count in counts.items() if count > 1), None)
-    if duplicate is not None:
-        raise ValueError(f"check id {duplicate!r} is used twice in one workspace; rename one")
-
-
-class ConfigModel(BaseModel):
-    """A section of the file: unknown keys are errors, values frozen."""
-
-    # A typo in a config key must not be silently ignored: it would drop a check. `.inf` and
-    # `.nan` are valid YAML floats but no valid timeout.
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-
-class CheckConfig(ConfigModel):
+@dataclass(frozen=True)
+class CheckConfig:
     """One configured check: a shell command run in its workspace folder.
 
     `junit`, when set, is the JUnit XML report the check writes, relative to the workspace
@@ -141,45 +165,72 @@ class CheckConfig(ConfigModel):
     file outside its workspace.
     """
 
-    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    id: str
+    run: str
     kind: CheckKind = "custom"
-    run: str = Field(min_length=1)
-    timeout: float | None = Field(default=None, gt=0)
+    timeout: float | None = None
     junit: str | None = None
     # Checks that must pass before this one starts: an id of the same workspace's checks, or
     # `folder:id` for another configured workspace's (see `VerifyConfig.needs_keys`).
-    needs: list[str] = []
+    needs: list[str] = field(default_factory=list)
 
-    @field_validator("junit")
     @classmethod
-    def _junit_inside_workspace(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        path = _normalize_relative(value, inside="the workspace, relative to its folder")
-        if path == "." or "\0" in path:
-            raise ValueError(f"{value!r} must name a file inside the workspace, e.g. report.xml")
-        return path
+    def from_dict(cls, data: object) -> CheckConfig:
+        """A check as the file writes it; raises FieldProblem at the field that is wrong."""
+        values = _mapping(data, {f.name for f in dataclasses.fields(cls)},
+                          "a check, e.g. {id: unit, kind: test, run: pytest}")
+        for key, hint in (("id", "a name such as 'unit'"), ("run", "the command it runs")):
+            if key not in values:
+                raise FieldProblem((key,), f"required: every check has an id and a run ({hint})")
+        check_id = _text(values["id"], ("id",), "a name such as 'unit'")
+        if not _CHECK_ID.fullmatch(check_id):
+            raise FieldProblem(("id",), f"{check_id!r} is not a check id: start with a letter or "
+                                        "digit, then letters, digits, '_', '.' or '-'")
+        kind = values.get("kind", "custom")
+        if kind not in CHECK_KINDS:
+            raise FieldProblem(("kind",), f"{kind!r} is not a kind: give one of "
+                                          f"{', '.join(CHECK_KINDS)}")
+        timeout = values.get("timeout")
+        junit = values.get("junit")
+        return cls(
+            id=check_id,
+            run=_text(values["run"], ("run",), "the shell command the check runs"),
+            kind=kind,
+            timeout=None if timeout is None else _seconds(timeout, ("timeout",)),
+            junit=None if junit is None else _junit_path(junit),
+            needs=_texts(values.get("needs", []), ("needs",), "check ids, e.g. [build]"),
+        )
 
 
-class WorkspaceConfig(ConfigModel):
+@dataclass(frozen=True)
+class WorkspaceConfig:
     """A workspace the config names: its setup commands and checks replace detection."""
 
     path: str
-    setup: list[str] = []
-    checks: list[CheckConfig] = []
+    setup: list[str] = field(default_factory=list)
+    checks: list[CheckConfig] = field(default_factory=list)
 
-    @field_validator("path")
     @classmethod
-    def _normalize_path(cls, value: str) -> str:
-        return normalize_workspace_path(value)
+    def from_dict(cls, data: object) -> WorkspaceConfig:
+        """A workspace as the file writes it; raises FieldProblem at the field that is wrong."""
+        values = _mapping(data, {"path", "setup", "checks"},
+                          "a workspace, e.g. {path: services/api, checks: [...]}")
+        if "path" not in values:
+            raise FieldProblem(("path",), "required: the workspace's folder, e.g. services/api")
+        try:
+            path = normalize_workspace_path(_text(values["path"], ("path",), "a folder"))
+        except FieldProblem:
+            raise
+        except ValueError as exc:
+            raise FieldProblem(("path",), str(exc)) from None
+        checks = _items(values.get("checks", []), ("checks",), CheckConfig.from_dict)
+        _require_unique_ids(checks)
+        return cls(path=path, setup=_texts(values.get("setup", []), ("setup",), "commands"),
+                   checks=checks)
 
-    @model_validator(mode="after")
-    def _unique_ids(self) -> WorkspaceConfig:
-        _require_unique_ids(self.checks)
-        return self
 
-
-class VerifyConfig(ConfigModel):
+@dataclass(frozen=True)
+class VerifyConfig:
     """The `verify` section: concurrency, default timeout, network, root checks, workspaces
     and the paths deliberately left unverified.
 
@@ -194,57 +245,51 @@ class VerifyConfig(ConfigModel):
     `neutral` ("nothing verifies this change").
     """
 
-    concurrency: int | None = Field(default=None, ge=1)
-    timeout: float = Field(default=900, gt=0)
+    concurrency: int | None = None
+    timeout: float = DEFAULT_CHECK_TIMEOUT
     network: bool | list[str] = False
-    env: list[str] = []
-    checks: list[CheckConfig] = []
-    workspaces: list[WorkspaceConfig] = []
-    ignore: list[str] = []
+    env: list[str] = field(default_factory=list)
+    checks: list[CheckConfig] = field(default_factory=list)
+    workspaces: list[WorkspaceConfig] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
 
-    @field_validator("network", mode="before")
     @classmethod
-    def _hosts(cls, value: object) -> bool | list[str]:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, list) and all(isinstance(host, str) for host in value):
-            return [check_host_pattern(host) for host in value]
-        raise ValueError("give true, false or a list of hosts, e.g. [pypi.org]")
+    def from_dict(cls, data: object) -> VerifyConfig:
+        """The section as the file writes it (a mapping; see the class docstring).
 
-    @field_validator("env")
-    @classmethod
-    def _variable_names(cls, names: list[str]) -> list[str]:
-        for name in names:
-            problem = name_problem(name)
-            if problem:
-                raise ValueError(problem)
-        return names
+        Raises FieldProblem at the field that is wrong: an unknown key first (a misspelled
+        field), then each field, then what spans fields (duplicate ids and workspaces, needs).
+        """
+        values = _mapping(data, {f.name for f in dataclasses.fields(cls)},
+                          "verify settings, e.g. {checks: [...]}")
+        config = cls(
+            concurrency=_concurrency(values.get("concurrency")),
+            timeout=_seconds(values.get("timeout", DEFAULT_CHECK_TIMEOUT), ("timeout",)),
+            network=_network(values.get("network", False)),
+            env=_variable_names(values.get("env", [])),
+            checks=_items(values.get("checks", []), ("checks",), CheckConfig.from_dict),
+            workspaces=_items(values.get("workspaces", []), ("workspaces",),
+                              WorkspaceConfig.from_dict),
+            ignore=_ignore_patterns(values.get("ignore", [])),
+        )
+        config._check_consistent()
+        return config
 
-    @field_validator("ignore")
-    @classmethod
-    def _relative_patterns(cls, patterns: list[str]) -> list[str]:
-        for pattern in patterns:
-            text = pattern.strip()
-            if not text or text.startswith("/") or ".." in text.split("/") or "\0" in text:
-                raise ValueError(
-                    f"{pattern!r} must be a glob relative to the repository root, e.g. 'scripts/'"
-                )
-        return [pattern.strip() for pattern in patterns]
+    def to_dict(self) -> dict[str, Any]:
+        """The section as ``from_dict`` reads it back (a checkpoint records it so)."""
+        return dataclasses.asdict(self)
 
-    @model_validator(mode="after")
-    def _consistent(self) -> VerifyConfig:
+    def _check_consistent(self) -> None:
         _require_unique_ids(self.checks)
         counts = Counter(workspace.path for workspace in self.workspaces)
         duplicates = sorted(path for path, count in counts.items() if count > 1)
         if duplicates:
-            raise ValueError(f"workspace {duplicates[0]!r} is listed twice; merge the entries")
+            raise FieldProblem((), f"workspace {duplicates[0]!r} is listed twice; merge the "
+                                   "entries")
         if self.checks and "." in counts:
-            raise ValueError(
-                "the root workspace is configured twice (verify.checks and a workspace with "
-                "path '.'); keep one"
-            )
+            raise FieldProblem((), "the root workspace is configured twice (verify.checks and a "
+                                   "workspace with path '.'); keep one")
         _acyclic(*self._needs())
-        return self
 
     def needs_keys(self) -> dict[str, list[str]]:
         """Each configured check's key and the keys of the checks it needs. A need names a
@@ -253,7 +298,7 @@ class VerifyConfig(ConfigModel):
 
     def _needs(self) -> tuple[dict[str, list[str]], dict[str, tuple[Any, ...]]]:
         """`needs_keys`, and where each check's `needs` are in the file; a need that names no
-        configured check is a `_Located` error at its line."""
+        configured check is a FieldProblem at its line."""
         folders: list[tuple[str, list[CheckConfig], tuple[Any, ...]]] = [
             (".", self.checks, ("checks",))]
         folders += [(w.path, w.checks, ("workspaces", i, "checks"))
@@ -268,20 +313,127 @@ class VerifyConfig(ConfigModel):
                 for position, need in enumerate(check.needs):
                     key = _key(folder, need) if _key(folder, need) in keys else need
                     if key not in keys:
-                        raise _Located((*loc, index, "needs", position),
-                                       f"no configured check {need!r}: name a check of the same "
-                                       "workspace by its id, or another's as 'folder:id'")
+                        raise FieldProblem((*loc, index, "needs", position),
+                                           f"no configured check {need!r}: name a check of the "
+                                           "same workspace by its id, or another's as 'folder:id'")
                     resolved.append(key)
         return found, places
 
 
-class _Located(ValueError):
-    """A problem at a field below the model that found it (`loc` relative to that model), so
-    the error names that field's line."""
+def _mapping(data: object, keys: set[str], what: str) -> dict[Any, Any]:
+    """``data`` as a mapping of known ``keys``; an unknown key is refused first."""
+    if not isinstance(data, dict):
+        raise FieldProblem((), f"give a mapping: {what}")
+    unknown = next((key for key in data if key not in keys), None)
+    if unknown is not None:
+        raise FieldProblem((unknown,), UNKNOWN_KEY)
+    return data
 
-    def __init__(self, loc: tuple[Any, ...], problem: str) -> None:
-        super().__init__(problem)
-        self.loc = loc
+
+def _items(data: object, loc: tuple[Any, ...], read: Any) -> list[Any]:
+    """Each item of the list ``data`` read by ``read``, a problem located at its index."""
+    if not isinstance(data, list):
+        raise FieldProblem(loc, "give a list")
+    items = []
+    for index, item in enumerate(data):
+        try:
+            items.append(read(item))
+        except FieldProblem as problem:
+            raise FieldProblem((*loc, index, *problem.loc), str(problem)) from None
+    return items
+
+
+def _text(value: object, loc: tuple[Any, ...], hint: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise FieldProblem(loc, f"give non-empty text: {hint}")
+    return value
+
+
+def _texts(value: object, loc: tuple[Any, ...], hint: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise FieldProblem(loc, f"give a list of text: {hint}")
+    return list(value)
+
+
+def _number(value: object) -> float | None:
+    """``value`` as a finite number (an int, a float, or text that reads as one), else None:
+    never a boolean."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = float(value)
+    if isinstance(value, int | float) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _seconds(value: object, loc: tuple[Any, ...]) -> float:
+    seconds = _number(value)
+    if seconds is None or seconds <= 0:
+        raise FieldProblem(loc, f"{value!r} is no timeout: give a finite number of seconds "
+                                "greater than 0, e.g. 600")
+    return seconds
+
+
+def _concurrency(value: object) -> int | None:
+    if value is None:
+        return None
+    count = _number(value)
+    if count is None or count < 1 or not count.is_integer():
+        raise FieldProblem(("concurrency",), f"{value!r} is no concurrency: give a whole "
+                                             "number of checks at once, 1 or more")
+    return int(count)
+
+
+def _network(value: object) -> bool | list[str]:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, list) and all(isinstance(host, str) for host in value):
+        try:
+            return [check_host_pattern(host) for host in value]
+        except ValueError as exc:
+            raise FieldProblem(("network",), str(exc)) from None
+    raise FieldProblem(("network",), "give true, false or a list of hosts, e.g. [pypi.org]")
+
+
+def _variable_names(value: object) -> list[str]:
+    names = _texts(value, ("env",), "variable names, e.g. [NPM_TOKEN]")
+    problem = next((p for p in map(name_problem, names) if p), None)
+    if problem:
+        raise FieldProblem(("env",), problem)
+    return names
+
+
+def _ignore_patterns(value: object) -> list[str]:
+    patterns = _texts(value, ("ignore",), "globs, e.g. [scripts/, '*.sh']")
+    for pattern in patterns:
+        text = pattern.strip()
+        if not text or text.startswith("/") or ".." in text.split("/") or "\0" in text:
+            raise FieldProblem(("ignore",), f"{pattern!r} must be a glob relative to the "
+                                            "repository root, e.g. 'scripts/'")
+    return [pattern.strip() for pattern in patterns]
+
+
+def _junit_path(value: object) -> str:
+    if not isinstance(value, str):
+        raise FieldProblem(("junit",), "give the report's path in the workspace, e.g. report.xml")
+    try:
+        path = _normalize_relative(value, inside="the workspace, relative to its folder")
+    except ValueError as exc:
+        raise FieldProblem(("junit",), str(exc)) from None
+    if path == "." or "\0" in path:
+        raise FieldProblem(("junit",), f"{value!r} must name a file inside the workspace, e.g. "
+                                       "report.xml")
+    return path
+
+
+def _require_unique_ids(checks: list[CheckConfig]) -> None:
+    counts = Counter(check.id for check in checks)  # linear: a config may list many checks
+    duplicate = next((check_id for check_id, count in counts.items() if count > 1), None)
+    if duplicate is not None:
+        raise FieldProblem((), f"check id {duplicate!r} is used twice in one workspace; rename "
+                               "one")
 
 
 def _key(folder: str, check_id: str) -> str:
@@ -306,12 +458,56 @@ def _acyclic(needs: dict[str, list[str]], places: dict[str, tuple[Any, ...]]) ->
                 path.pop()
             elif state.get(following) == 1:
                 cycle = " -> ".join([*path[path.index(following):], following])
-                raise _Located(places[following],
+                raise FieldProblem(places[following],
                                f"the checks' needs form a cycle ({cycle}); remove one need")
             elif not state.get(following):
                 state[following] = 1
                 stack.append((following, iter(needs.get(following, ()))))
                 path.append(following)
+
+
+def read_verify_config(git: Git, revision: str | None) -> VerifyConfig:
+    """The `verify` section of the config at commit `revision` of `git` (its work tree's when
+    None), read without the other sections' models; a missing file gives the defaults. Raises
+    ConfigError as `read_config_at` and `parse_verify_config` do."""
+    data = read_config_at(git, revision)
+    return VerifyConfig() if data is None else parse_verify_config(data)
+
+
+def parse_verify_config(source: str | bytes, *, path: str = CONFIG_PATH) -> VerifyConfig:
+    """The `verify` section of a config file's content, as `runner.config`'s whole-file reader
+    gives it, and the same ConfigError for what is wrong in it or at the top level (not a
+    mapping, an unknown section); the other sections are not read."""
+    data, lines = load_config(source, path=path)
+    if data is None:
+        return VerifyConfig()
+    try:
+        return VerifyConfig.from_dict(data.get("verify", {}))
+    except FieldProblem as problem:
+        raise config_error_at(path, lines, ("verify", *problem.loc), str(problem)) from None
+
+
+def load_config(source: str | bytes, *, path: str = CONFIG_PATH
+                ) -> tuple[dict[Any, Any] | None, dict[tuple[Any, ...], int]]:
+    """A config file's content as data (None for an empty file) and the line of every field.
+
+    Raises ConfigError naming `path` (and the line and field where there is one) when the
+    content is over `MAX_CONFIG_BYTES`, bytes that are not UTF-8, not valid YAML, nested or
+    expanded beyond the caps (see the module docstring), not a mapping, or has a top-level key
+    that is not one of `SECTIONS`.
+    """
+    from verification.config_yaml import load_yaml  # PyYAML: only for a file that exists
+
+    data, lines = load_yaml(decode_config(source, path), path)
+    if data is None:
+        return None, lines
+    if not isinstance(data, dict):
+        raise ConfigError(path, 1, "", f"the file must be a mapping with sections "
+                                       f"{', '.join(SECTIONS)}")
+    unknown = next((key for key in data if key not in SECTIONS), None)
+    if unknown is not None:
+        raise config_error_at(path, lines, (unknown,), UNKNOWN_KEY)
+    return data, lines
 
 
 def read_config_file(repo_root: Path) -> bytes | None:
@@ -379,7 +575,7 @@ def check_config_size(size: int, *, path: str = CONFIG_PATH) -> None:
     """Raise ConfigError when a config file of `size` bytes is over `MAX_CONFIG_BYTES`.
 
     Call it with the size a reader learns before reading (a stat, a git tree entry), so an
-    oversized file is never read; `parse_repository_config` checks again.
+    oversized file is never read; `load_config` checks again.
     """
     if size > MAX_CONFIG_BYTES:
         raise ConfigError(
@@ -389,60 +585,6 @@ def check_config_size(size: int, *, path: str = CONFIG_PATH) -> None:
             f"the file is {size} bytes; the limit is {MAX_CONFIG_BYTES} bytes "
             f"({MAX_CONFIG_BYTES // 1024} KiB): move long commands into scripts the checks run",
         )
-
-
-def parse_config(source: str | bytes, model: type[M], *, path: str = CONFIG_PATH) -> M:
-    """Parse a config file's content, as read (bytes) or already decoded (text), into ``model``.
-
-    An empty file gives ``model()``'s defaults. Raises ConfigError naming `path` (and the line
-    and field where there is one) when the content is over `MAX_CONFIG_BYTES`, bytes that are
-    not UTF-8, not valid YAML, nested or expanded beyond the caps (see the module docstring),
-    or does not match the schema.
-    """
-    text = decode_config(source, path)
-    data, lines = _load(text, path)
-    if data is None:
-        return model()
-    if not isinstance(data, dict):
-        sections = ", ".join(model.model_fields)
-        raise ConfigError(path, 1, "", f"the file must be a mapping with sections {sections}")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise _config_error(exc, lines, path) from exc
-
-
-def _load(text: str, path: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
-    """Compose, check, line-map and construct the YAML (None for an empty document).
-
-    Returns the data and the line of every field path. Raises ConfigError for YAML errors and
-    for graphs `_check_expansion` refuses.
-    """
-    try:
-        loader = _Loader(text, path)  # the reader refuses control characters right away
-        try:
-            node = loader.get_single_node()
-            if node is None:
-                return None, {}
-            _check_expansion(node, path)
-            # Before construction: constructing merge keys (`<<`) rewrites the node graph.
-            lines: dict[tuple[Any, ...], int] = {}
-            _map_lines(node, (), lines, path)
-            return loader.construct_document(node), lines
-        finally:
-            loader.dispose()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        raise ConfigError(path, line, "", f"invalid YAML: {exc.problem or exc}") from exc
-    except yaml.reader.ReaderError as exc:
-        line = text.count("\n", 0, exc.position) + 1
-        character = f"U+{exc.character:04X}" if isinstance(exc.character, int) else "?"
-        raise ConfigError(
-            path, line, "", f"the character {character} is not allowed in YAML; remove it"
-        ) from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(path, None, "", f"invalid YAML: {exc}") from exc
 
 
 def decode_config(source: str | bytes, path: str) -> str:
@@ -459,170 +601,3 @@ def decode_config(source: str | bytes, path: str) -> str:
         raise ConfigError(
             path, line, "", f"not valid UTF-8 at byte {exc.start}; save the file as UTF-8"
         ) from exc
-
-
-class _Loader(yaml.SafeLoader):
-    """PyYAML's safe loader with a nesting cap, and value errors reported as ConfigErrors.
-
-    PyYAML's composer recurses once per nesting level, so 10,000 `[` would end in a
-    RecursionError; here the node past `MAX_NESTING_DEPTH` is a ConfigError with its line.
-    Scalar constructors raise ValueError for values like `2001-02-30` or an int of 5,000
-    digits; they become ConfigErrors at the value's line.
-    """
-
-    def __init__(self, stream: str, path: str) -> None:
-        super().__init__(stream)
-        self._path = path
-        self._depth = 0
-
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
-        if self._depth >= MAX_NESTING_DEPTH:
-            line = self.peek_event().start_mark.line + 1
-            raise ConfigError(
-                self._path, line, "", f"values nest more than {MAX_NESTING_DEPTH} levels deep"
-            )
-        self._depth += 1
-        try:
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        try:
-            return super().construct_object(node, deep=deep)
-        except (ValueError, OverflowError) as exc:
-            line = node.start_mark.line + 1
-            raise ConfigError(self._path, line, "", f"cannot read this value: {exc}") from exc
-
-
-@dataclass(slots=True)
-class _Frame:
-    """A node on the path of `_check_expansion`'s walk, with what its children added so far."""
-
-    node: yaml.Node
-    loc: tuple[Any, ...]
-    children: Iterator[tuple[Any, yaml.Node]]
-    size: int = 1  # expanded nodes: itself plus its children's
-    depth: int = 0  # the deepest child's expanded depth
-
-
-def _check_expansion(root: yaml.Node, path: str) -> None:
-    """Refuse a node graph whose expansion is too large, too deep, or infinite.
-
-    PyYAML composes an alias as another reference to its anchor's node: the graph stays as
-    small as the file, but its expansion (what validation and `_map_lines` walk) can grow
-    exponentially, or never end when an alias sits inside its own anchor. One iterative walk in
-    document order computes each node's expanded size and depth once (memoised); meeting a node
-    that is still on the current path is a cycle. Raises ConfigError with the line and field.
-    """
-    finished: dict[yaml.Node, tuple[int, int]] = {}  # node -> (expanded size, expanded depth)
-    on_path: set[yaml.Node] = {root}
-    stack = [_Frame(root, (), _children(root))]
-    while stack:
-        frame = stack[-1]
-        step = next(frame.children, None)
-        if step is not None:
-            part, child = step
-            if child in on_path:
-                raise ConfigError(
-                    path,
-                    frame.node.start_mark.line + 1,
-                    _format_loc((*frame.loc, part)),
-                    "an alias here repeats a value that contains it, so it never ends; "
-                    "point it at an anchor outside this value",
-                )
-            if child in finished:
-                size, depth = finished[child]
-                frame.size += size
-                frame.depth = max(frame.depth, depth)
-            else:
-                on_path.add(child)
-                stack.append(_Frame(child, (*frame.loc, part), _children(child)))
-            continue
-        stack.pop()
-        on_path.discard(frame.node)
-        depth = frame.depth + 1
-        if frame.size > MAX_EXPANDED_NODES or depth > MAX_NESTING_DEPTH:
-            problem = (
-                f"this value has more than {MAX_EXPANDED_NODES} YAML nodes"
-                if frame.size > MAX_EXPANDED_NODES
-                else f"this value nests more than {MAX_NESTING_DEPTH} levels deep"
-            )
-            raise ConfigError(
-                path,
-                frame.node.start_mark.line + 1,
-                _format_loc(frame.loc),
-                f"{problem} once aliases are expanded (each use of an alias counts its whole "
-                "value); repeat less through aliases, or write a smaller config",
-            )
-        finished[frame.node] = (frame.size, depth)
-        if stack:
-            stack[-1].size += frame.size
-            stack[-1].depth = max(stack[-1].depth, depth)
-
-
-def _children(node: yaml.Node) -> Iterator[tuple[Any, yaml.Node]]:
-    """A node's children with their location part: list index, or the key's text."""
-    if isinstance(node, yaml.SequenceNode):
-        yield from enumerate(node.value)
-    elif isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
-            yield key, key_node
-            yield key, value_node
-
-
-def _map_lines(
-    node: yaml.Node, loc: tuple[Any, ...], lines: dict[tuple[Any, ...], int], path: str
-) -> None:
-    # Recursion is bounded: `_check_expansion` has capped the expanded depth and size.
-    if isinstance(node, yaml.MappingNode):
-        seen: set[Any] = set()
-        for key_node, value_node in node.value:
-            if not isinstance(key_node, yaml.ScalarNode):
-                continue  # a list or mapping as a key: construction refuses it with its line
-            key = key_node.value
-            if key in seen:
-                field = _format_loc((*loc, key))
-                raise ConfigError(path, key_node.start_mark.line + 1, field, "duplicate key")
-            seen.add(key)
-            lines[(*loc, key)] = key_node.start_mark.line + 1
-            _map_lines(value_node, (*loc, key), lines, path)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            lines[(*loc, index)] = item.start_mark.line + 1
-            _map_lines(item, (*loc, index), lines, path)
-
-
-def _config_error(
-    exc: ValidationError, lines: dict[tuple[Any, ...], int], path: str
-) -> ConfigError:
-    # Report one error, keeping the message precise. An unknown key first: it is usually a
-    # misspelled field, which also makes that field look missing.
-    errors = exc.errors()
-    error = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-    loc = tuple(error["loc"])
-    located = error.get("ctx", {}).get("error")
-    if isinstance(located, _Located):
-        loc += located.loc
-    line = None
-    for end in range(len(loc), 0, -1):
-        if loc[:end] in lines:
-            line = lines[loc[:end]]
-            break
-    message = error["msg"]
-    if error["type"] == "extra_forbidden":
-        message = "unknown key; check the spelling against the documented fields"
-    elif message.startswith("Value error, "):
-        message = message.removeprefix("Value error, ")
-    return ConfigError(path, line if line is not None else 1, _format_loc(loc), message)
-
-
-def _format_loc(loc: tuple[Any, ...]) -> str:
-    text = ""
-    for part in loc:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text

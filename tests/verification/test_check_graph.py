@@ -18,10 +18,10 @@ from layouts import package_json
 from verify_helpers import Files
 
 from app.verify_cli import configure_parser, run_verify
-from runner.config import RepositoryConfig
+from runner.config import RepositoryConfig, parse_config
 from runner.network import NetworkSettings
 from runner.sandbox import Sandbox
-from verification.config import ConfigError, VerifyConfig, parse_config
+from verification.config import ConfigError, VerifyConfig
 from verification.execute import execute_plan
 from verification.plan import Plan, PlannedCheck, PlannedWorkspace, build_plan
 from verification.tree import GitTree

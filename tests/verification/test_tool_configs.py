@@ -97,7 +97,7 @@ def test_a_workflow_file_is_neutral_unless_a_check_lints_workflows(monorepo: Pat
     result = planned(monorepo, workflow)
     assert (result.plan.checks, result.plan.unverified) == ((), (workflow,))
     assert "a workflow file: no check verifies it" in render_text(result.explanation)
-    config = VerifyConfig.model_validate({"checks": [
+    config = VerifyConfig.from_dict({"checks": [
         {"id": "actionlint", "kind": "lint", "run": "actionlint -color"},
         {"id": "unit", "kind": "test", "run": "pytest"},
     ]})  # fmt: skip
@@ -110,7 +110,7 @@ def test_a_root_makefile_plans_the_checks_running_make(monorepo: Path) -> None:
     assert planned(monorepo, "Makefile").plan.unverified == ("Makefile",)
     assert planned(monorepo, ".pre-commit-config.yaml").plan.unverified == (
         ".pre-commit-config.yaml",)
-    config = VerifyConfig.model_validate({"checks": [
+    config = VerifyConfig.from_dict({"checks": [
         {"id": "unit", "kind": "test", "run": "make test"},
         {"id": "hooks", "kind": "lint", "run": "pre-commit run --all-files"},
         {"id": "types", "kind": "typecheck", "run": "mypy ."},

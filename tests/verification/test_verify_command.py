@@ -9,17 +9,19 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.gitrepo import commit_all
+from verification.config import CONFIG_PATH
 from verify_helpers import Files, write
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # Modules of the rest of Ratchet (the service, the queue, the ledger, the engine, agents,
-# GitHub, the operator's settings) that planning never needs.
+# GitHub, the operator's settings, the whole config file's pydantic models) that planning never
+# needs; PyYAML loads only for a repository that has a `.github/ratchet.yml`.
 NOT_FOR_PLANNING = (
     "starlette", "uvicorn", "dramatiq", "redis", "sqlalchemy", "psycopg", "httpx",
-    "pydantic_settings", "app.cli", "app.settings", "app.dashboard", "runner.ledger",
-    "runner.engine", "runner.agents", "runner.sandbox", "runner.egress", "github",
-    "verification.execute", "verification.evidence",
+    "pydantic", "pydantic_core", "pydantic_settings", "app.cli", "app.settings",
+    "app.dashboard", "runner", "github", "verification.execute", "verification.evidence",
 )
 
 
@@ -28,20 +30,40 @@ def ratchet(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120)
 
 
-def test_planning_loads_none_of_the_rest_of_ratchet(monorepo: Path) -> None:
-    write(monorepo, {"web/sum.js": "exports.sum = (a, b) => b + a;\n"})
+def planning_modules(repo: Path) -> tuple[str, list[str]]:
+    """What `ratchet verify --plan-only` prints in ``repo``, and the modules it loaded."""
     code = ("import json, sys; from app.entry import main;"
-            f" status = main(['verify', '--repo', {str(monorepo)!r}, '--plan-only']);"
+            f" status = main(['verify', '--repo', {str(repo)!r}, '--plan-only']);"
             " print(json.dumps([status, sorted(sys.modules)]))")
     run = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
                          text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     status, modules = json.loads(run.stdout.splitlines()[-1])
     assert status == 0
-    assert "web:node-test" in run.stdout
-    loaded = [m for m in modules
-              if any(m == name or m.startswith(name + ".") for name in NOT_FOR_PLANNING)]
-    assert loaded == []
+    return run.stdout, modules
+
+
+def loaded(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    return [m for m in modules if any(m == name or m.startswith(name + ".") for name in names)]
+
+
+def test_planning_loads_none_of_the_rest_of_ratchet(monorepo: Path) -> None:
+    write(monorepo, {"web/sum.js": "exports.sum = (a, b) => b + a;\n"})
+    printed, modules = planning_modules(monorepo)
+    assert "web:node-test" in printed
+    assert loaded(modules, (*NOT_FOR_PLANNING, "yaml")) == []
+
+
+def test_a_repository_config_is_read_without_the_whole_files_models(monorepo: Path) -> None:
+    write(monorepo, {CONFIG_PATH: "verify:\n  workspaces:\n    - path: web\n"
+                                  "      checks: [{id: smoke, run: 'true'}]\n"
+                                  "budget:\n  max_cost_usd: 5\n"})
+    commit_all(monorepo, "configure a check")
+    write(monorepo, {"web/sum.js": "exports.sum = (a, b) => b + a;\n"})
+    printed, modules = planning_modules(monorepo)
+    assert "web:smoke\tcustom\ttrue" in printed
+    assert "yaml" in modules
+    assert loaded(modules, NOT_FOR_PLANNING) == []
 
 
 def test_checks_run_with_the_operators_settings_loaded_then(monorepo: Path) -> None:

@@ -73,7 +73,8 @@ def test_wrong_type_names_file_line_and_field() -> None:
     error = error_for(text)
     assert (error.path, error.line) == (".github/ratchet.yml", 6)
     assert error.field == "verify.checks[0].timeout"
-    assert str(error).startswith(".github/ratchet.yml:6: verify.checks[0].timeout: Input should be")
+    assert str(error) == (".github/ratchet.yml:6: verify.checks[0].timeout: 'soon' is no timeout:"
+                          " give a finite number of seconds greater than 0, e.g. 600")
 
 
 def test_unknown_top_level_key_is_an_error() -> None:

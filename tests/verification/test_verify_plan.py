@@ -101,7 +101,7 @@ def test_configured_workspace_uses_its_checks_and_others_keep_detection(monorepo
     config = VerifyConfig(
         timeout=60,
         workspaces=[
-            WorkspaceConfig.model_validate(
+            WorkspaceConfig.from_dict(
                 {
                     "path": "./services/api/",
                     "setup": ["echo setup"],
