@@ -40,7 +40,7 @@ from runner.workflow import PULL_REQUEST_WORKFLOW, Outcome, State, verify_outcom
 from verification.evidence import EvidenceReport, failed_test_name
 from verification.execute import CheckResult
 from verification.pipeline import Candidate, plan_verification
-from verification.plan import Plan
+from verification.plan import Plan, PlannedCheck
 
 STATIC_KINDS = frozenset({"lint", "format", "typecheck"})
 
@@ -89,7 +89,7 @@ def verify(inp: StepInput, services: StepServices) -> StepResult:
         bundle = verification.run(
             services.settings.sandbox, readable=(worktrees.repository_objects(inp.worktree),),
             host_env=services.settings.environ, allowed_env=services.settings.check_env,
-            on_result=persist, reuse=previous.get,
+            on_result=persist, reuse=lambda check: _reusable(previous, check),
             redact=services.settings.redact, max_log_bytes=services.settings.max_log_bytes,
             artifacts={path: sha256_hex(data) for path, data in artifacts.items()},
             network=proxy.endpoint if proxy else None, untrusted=pull_request,
@@ -202,6 +202,12 @@ def _failed_tests(report: EvidenceReport, key: str) -> list[dict[str, Any]]:
     shown = next(result for result in report.results if result.key == key)
     return [{"name": failed_test_name(case), "file": case.file, "line": case.line,
              "message": case.message} for case in shown.failed_tests]
+
+
+def _reusable(passed: dict[str, CheckResult], check: PlannedCheck) -> CheckResult | None:
+    """The result ``check`` already passed with on this tree, if it ran the same command."""
+    earlier = passed.get(check.key)
+    return earlier if earlier is not None and earlier.command == check.command else None
 
 
 def _without_log(result: CheckResult) -> dict[str, Any]:
