@@ -13,6 +13,7 @@ shown with its failing tests (from its JUnit report, else read from its output:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import logging
@@ -22,21 +23,29 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from plumbing.git import GitError
+from plumbing.git import Git, GitError
 from verification.config import CONFIG_PATH, ConfigError, read_verify_config
-from verification.explain import render_text, run_order, setup_json
-from verification.pipeline import Candidate, Verification, plan_verification
-from verification.plan import Plan, PlanResult
-from verification.revisions import RevisionError, default_base, open_repository, resolve_revision
+from verification.revisions import (
+    RevisionError,
+    WorkTreeListing,
+    default_base,
+    merge_base,
+    open_repository,
+    resolve_revision,
+    start_change,
+)
 from verification.tree import TreeError
 
 # Running checks (the sandbox, the egress proxy, the evidence) loads only when checks run:
-# `--plan-only` and `--explain` start in a fraction of the time (`main`).
+# `--plan-only` and `--explain` start in a fraction of the time (`main`). The planner itself
+# loads while git lists the tree (`_plan`).
 if TYPE_CHECKING:
     from runner.network import NetworkSettings
     from runner.sandbox import Sandbox
     from verification.evidence import CheckEvidence, EvidenceBundle
     from verification.execute import CheckResult
+    from verification.pipeline import Verification
+    from verification.plan import Plan, PlanResult
 
 # Exit statuses of `ratchet verify`.
 EXIT_PASSED = 0  # every planned check passed, or nothing needed checking
@@ -134,12 +143,20 @@ def _plan(args: argparse.Namespace) -> Verification | int:
     (`--plan-only`, `--explain`) or planning failed."""
     try:
         repo = open_repository(args.repo)
-        base = resolve_revision(repo, args.base) if args.base else default_base(repo)
         head = resolve_revision(repo, args.head) if args.head else None
-        candidate = Candidate.between(repo, base, head)
-        # At the base, like a run's: a change cannot choose the checks that verify it. Only
-        # the verify section: the rest of the file is the runner's, read when a run starts.
-        config = read_verify_config(repo, candidate.start)
+        # git lists the work tree and diffs it while the base is found, the config read and
+        # the planner loaded: on a large tree those two walks are most of the time.
+        with contextlib.ExitStack() as started:
+            listing = None if head else started.enter_context(WorkTreeListing(repo))
+            start = _start(repo, args.base, head)
+            pending = started.enter_context(start_change(repo, start, head, listing=listing))
+            # At the base, like a run's: a change cannot choose the checks that verify it.
+            # Only the verify section: the rest of the file is the runner's, read by a run.
+            config = read_verify_config(repo, start)
+            from verification.pipeline import Candidate, plan_verification
+
+            changed, paths = pending.result()
+        candidate = Candidate(repo, start, head, tuple(changed), listing=paths)
         verification = plan_verification(candidate, config)
     except (RevisionError, ConfigError, TreeError, GitError) as exc:
         return _error(exc)
@@ -164,6 +181,13 @@ def _plan(args: argparse.Namespace) -> Verification | int:
         _note_unverified(plan)
         return planned_status
     return verification
+
+
+def _start(repo: Git, base: str | None, head: str | None) -> str:
+    """The commit the change starts from: the merge base of the base and the head."""
+    if base is None and head is None:
+        return default_base(repo)  # the merge base with HEAD already
+    return merge_base(repo, resolve_revision(repo, base) if base else default_base(repo), head)
 
 
 def _run(args: argparse.Namespace, verification: Verification, sandbox: Sandbox,
@@ -228,6 +252,8 @@ def _note_unverified(plan: Plan) -> None:
 
 
 def _print_explanation(result: PlanResult, *, as_json: bool) -> None:
+    from verification.explain import render_text
+
     if as_json:
         print(json.dumps(result.explanation.to_dict(), sort_keys=True))
     else:
@@ -258,6 +284,8 @@ def _plan_json(plan: Plan) -> dict[str, Any]:
     """The plan as `--plan-only --json` prints it: the checks, the setups they wait for, the
     order they run in (stages; anything within one may run at once), the changed files
     nothing verifies and the CI steps not run here."""
+    from verification.explain import run_order, setup_json
+
     return {
         "hash": plan.sha256,
         "checks": [

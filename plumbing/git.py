@@ -27,6 +27,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,6 +172,17 @@ class Git:
         """Run ``git ARGS``; raise ``GitError`` when it cannot start or (``check``) fails, and
         ``GitTimedOut`` when it runs past ``timeout`` (default: the instance's, else the
         command's)."""
+        return self.start(*args, input=input, env=env, timeout=timeout).wait(check=check)
+
+    def start(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> RunningGit:
+        """Start ``git ARGS`` and return at once: several git commands can work at the same
+        time (``RunningGit.wait`` collects each). Raises ``GitError`` when it cannot start."""
         command = ["git"]
         for setting in (*SAFE_CONFIG, *self.config):
             command += ["-c", setting]
@@ -197,19 +209,7 @@ class Git:
         except OSError as exc:
             reason = f"{exc}; check that git is installed and the folder exists"
             raise GitError(args, where, None, reason=reason) from exc
-        try:
-            stdout, stderr = proc.communicate(input, timeout=limit)
-        except subprocess.TimeoutExpired:
-            stop_group(proc, grace=_STOP_GRACE)
-            stdout, stderr = _leftover_output(proc)
-            raise GitTimedOut(args, where, limit, stdout, stderr) from None
-        except BaseException:  # interrupted: leave no git behind
-            stop_group(proc, grace=_STOP_GRACE)
-            raise
-        result = subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
-        if check and result.returncode != 0:
-            raise GitError(args, where, result.returncode, result.stdout, result.stderr)
-        return result
+        return RunningGit(proc, args, where, input, time.monotonic() + limit, limit)
 
     def __call__(
         self, *args: str, input: bytes | None = None, env: Mapping[str, str] | None = None
@@ -222,13 +222,61 @@ class Git:
         return self(*args, env=env).decode("utf-8", "replace").strip()
 
     def paths(self, *args: str) -> list[str]:
-        """Run a ``-z`` git listing; return its NUL-separated paths decoded losslessly.
+        """Run a ``-z`` git listing; return its paths (``RunningGit.paths``)."""
+        return self.start(*args).paths()
+
+
+class RunningGit:
+    """A started git command (``Git.start``); ``wait`` collects its output."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], args: Sequence[str], where: Path,
+                 input: bytes | None, deadline: float, limit: float) -> None:
+        self._proc = proc
+        self._args = tuple(args)
+        self._where = where
+        self._input = input
+        self._deadline = deadline
+        self._limit = limit
+        self._done = False
+
+    def wait(self, *, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        """Its output once it exits; raises ``GitError`` when it failed (``check``) and
+        ``GitTimedOut`` past its timeout, counted from its start. Interrupted, it is stopped:
+        no git is left behind."""
+        proc = self._proc
+        self._done = True
+        try:
+            stdout, stderr = proc.communicate(self._input,
+                                              timeout=max(self._deadline - time.monotonic(), 0))
+        except subprocess.TimeoutExpired:
+            stop_group(proc, grace=_STOP_GRACE)
+            stdout, stderr = _leftover_output(proc)
+            raise GitTimedOut(self._args, self._where, self._limit, stdout, stderr) from None
+        except BaseException:  # interrupted: leave no git behind
+            stop_group(proc, grace=_STOP_GRACE)
+            raise
+        result = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+        if check and result.returncode != 0:
+            raise GitError(self._args, self._where, result.returncode, result.stdout,
+                           result.stderr)
+        return result
+
+    def paths(self) -> list[str]:
+        """A ``-z`` listing's NUL-separated paths, decoded losslessly; raises as ``wait``.
 
         Decoded in one call, as ``os.fsdecode`` would each name (NUL is ASCII, so no character
         spans two names): a listing of 100,000 paths costs milliseconds, not a loop.
         """
-        out = self(*args).decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+        out = self.wait().stdout.decode(sys.getfilesystemencoding(),
+                                        sys.getfilesystemencodeerrors())
         return [name for name in out.split("\0") if name]
+
+    def stop(self) -> None:
+        """End it unread, and everything it started (nothing once ``wait`` was called)."""
+        if not self._done:
+            self._done = True
+            stop_group(self._proc, grace=_STOP_GRACE)
+            _leftover_output(self._proc)
 
 
 def _leftover_output(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:

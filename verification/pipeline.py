@@ -57,7 +57,7 @@ class Candidate:
     uncommitted and untracked files too), changed from commit ``start`` in ``changed``.
 
     ``start`` decides the checks: its manifests lay the workspaces out, and the config passed
-    to ``plan_verification`` is the one read there (``read_repository_config(repo, start)``);
+    to ``plan_verification`` is the one read there (``read_verify_config(repo, start)``);
     the change's own manifests can only add checks.
 
     ``diff_stat`` is what the evidence shows of the change; None asks git for it

@@ -9,12 +9,11 @@ escapes (`os.fsdecode`), so they still name their files.
 from __future__ import annotations
 
 import contextlib
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Self
 
-from plumbing.git import Git, GitError, discover
+from plumbing.git import Git, GitError, RunningGit, discover
 
 # Branches tried, in order, when the default branch is not known from origin/HEAD.
 DEFAULT_BRANCHES = ("origin/HEAD", "main", "master")
@@ -57,19 +56,91 @@ def changed_files(repo: Git, base: str, head: str | None) -> list[str]:
 
 def change(repo: Git, start: str, head: str | None) -> tuple[list[str], list[str] | None]:
     """The paths changed from commit `start` to `head`, and for the working tree (`head=None`)
-    every path in it as `GitTree` lists it: git walks the folders once for both (the walk for
-    untracked files is the longest part of listing a large tree)."""
+    every path in it as `GitTree` lists it (`start_change`)."""
+    with start_change(repo, start, head) as pending:
+        return pending.result()
+
+
+def start_change(repo: Git, start: str, head: str | None, *,
+                 listing: WorkTreeListing | None = None) -> PendingChange:
+    """Start asking git what changed from commit `start` to `head` (`change`) and return at
+    once: git works while the caller does (`ratchet verify` loads the planner meanwhile). For
+    the working tree, git walks the folders once for both the changed and the listed paths
+    (the walk for untracked files is the longest part of listing a large tree); ``listing`` is
+    that walk when the caller started it already."""
     if head is not None:
         # Two commits: no work tree is read, so a submodule's new commit is listed (the safe
         # settings ignore submodules, which would hide it).
-        return sorted(set(_paths(repo, "diff", "--name-only", "--no-renames", "-z",
-                                 "--ignore-submodules=none", f"{start}...{head}"))), None
-    tracked = _paths(repo, "diff", "--name-only", "--no-renames", "-z", start)
-    # `-t` tags each path: `? ` an untracked one, another letter and a space a tracked one.
-    tagged = _paths(repo, "ls-files", "-z", "-t", "--cached", "--others", "--exclude-standard")
-    untracked = [entry[2:] for entry in tagged if entry.startswith("? ")]
-    listing = list(dict.fromkeys(entry[2:] for entry in tagged))  # an unmerged path once
-    return sorted(set(tracked) | set(untracked)), listing
+        return PendingChange(_start(repo, "diff", "--name-only", "--no-renames", "-z",
+                                    "--ignore-submodules=none", f"{start}...{head}"), None)
+    listing = listing or WorkTreeListing(repo)
+    with listing.stopped_on_error():
+        diff = _start(repo, "diff", "--name-only", "--no-renames", "-z", start)
+    return PendingChange(diff, listing)
+
+
+class _Started:
+    """Git work started for a caller: as a context, what was not collected is stopped."""
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @contextlib.contextmanager
+    def stopped_on_error(self) -> Iterator[None]:
+        """Stop the git work when the block raises (the caller will never collect it)."""
+        try:
+            yield
+        except BaseException:
+            self.stop()
+            raise
+
+
+class WorkTreeListing(_Started):
+    """Every path of a work tree, tracked and untracked (not ignored), as git lists it, started
+    when made; ``tagged`` collects it."""
+
+    def __init__(self, repo: Git) -> None:
+        # `-t` tags each path: `? ` an untracked one, another letter and a space a tracked one.
+        self._running = _start(repo, "ls-files", "-z", "-t", "--cached", "--others",
+                               "--exclude-standard")
+
+    def tagged(self) -> list[str]:
+        return _decoded(self._running)
+
+    def stop(self) -> None:
+        self._running.stop()
+
+
+class PendingChange(_Started):
+    """The change `start_change` asked git for, its processes running; ``result`` collects it."""
+
+    def __init__(self, diff: RunningGit, listing: WorkTreeListing | None) -> None:
+        self._diff = diff
+        self._listing = listing
+
+    def result(self) -> tuple[list[str], list[str] | None]:
+        """The changed paths, sorted, and the work tree's paths in git's order (None between
+        two commits). Renames count as a deletion plus an addition; raises RevisionError."""
+        if self._listing is None:
+            return sorted(set(_decoded(self._diff))), None
+        # The listing first: its output is the large one (the diff waits on a full pipe).
+        with self.stopped_on_error():
+            tagged = self._listing.tagged()
+        tracked = _decoded(self._diff)
+        untracked = [entry[2:] for entry in tagged if entry.startswith("? ")]
+        listing = list(dict.fromkeys([entry[2:] for entry in tagged]))  # an unmerged path once
+        return sorted(set(tracked) | set(untracked)), listing
+
+    def stop(self) -> None:
+        self._diff.stop()
+        if self._listing is not None:
+            self._listing.stop()
 
 
 def merge_base(repo: Git, base: str, head: str | None) -> str:
@@ -104,6 +175,9 @@ def checkout(repo: Git, revision: str) -> Iterator[Git]:
     Yields the repository bound to that worktree. Removal never trusts the worktree's `.git`
     file (checks ran there): the folder is deleted and the repository's registrations pruned.
     """
+    import shutil  # only here: planning never checks a revision out
+    import tempfile
+
     folder = Path(tempfile.mkdtemp(prefix="ratchet-verify-"))
     worktree = folder / "tree"
     try:
@@ -128,8 +202,15 @@ def _git(repo: Git, *args: str, check: bool = True) -> bytes:
     return result.stdout
 
 
-def _paths(repo: Git, *args: str) -> list[str]:
+def _start(repo: Git, *args: str) -> RunningGit:
     try:
-        return repo.paths(*args)
+        return repo.start(*args)
+    except GitError as exc:
+        raise RevisionError(str(exc)) from exc
+
+
+def _decoded(running: RunningGit) -> list[str]:
+    try:
+        return running.paths()
     except GitError as exc:
         raise RevisionError(str(exc)) from exc

@@ -9,9 +9,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from verify_helpers import Files, write
+
 from tests.gitrepo import commit_all
 from verification.config import CONFIG_PATH
-from verify_helpers import Files, write
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
