@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -372,6 +371,8 @@ def _failure_json(shown: CheckEvidence) -> dict[str, Any]:
 
 def write_bundle(folder: Path, bundle: EvidenceBundle) -> EvidenceBundle:
     """Write the bundle's files; return it with the written logs' hashes as artifacts."""
+    import hashlib
+
     from verification.evidence import EvidenceReport, build_bundle, render_markdown
 
     folder.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
@@ -147,6 +146,8 @@ def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Write-then-rename: a reader sees the old file or the whole new one. ``durable`` syncs
     the data first, so a power loss cannot leave an empty file under the new name either
     (projections that are rewritten from the ledger anyway skip it)."""
+    import secrets  # here: reading files, which planning does, never needs it
+
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:

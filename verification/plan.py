@@ -127,8 +127,7 @@ def _base_workflows(index: RepoIndex, manifests: Manifests, changed: list[str],
     touched = {path for path in changed if is_workflow_file(path)}
     kept = [path for path in index.workflows if is_workflow_file(path) and (
         base is None or path not in touched)]
-    manifests.prefetch([*(join(folder, name) for folder, names in index.manifests().items()
-                          for name in names), *kept])
+    manifests.prefetch([*_planned_reads(index), *kept])
     texts = {path: manifests.text(path) for path in kept}
     if base is not None and touched:
         texts.update({path: text for path, text in read_texts(base, sorted(touched)).items()
@@ -139,11 +138,20 @@ def _base_workflows(index: RepoIndex, manifests: Manifests, changed: list[str],
     return read_workflows(texts)
 
 
+def _planned_reads(index: RepoIndex) -> list[str]:
+    """Every file planning may read, to read in one batch (from a revision, a file read alone
+    is a git process): the index's, lockfiles aside (large, read only when a change has one)."""
+    return [join(folder, name) for folder, names in index.names.items() for name in names
+            if name not in LOCKFILES]
+
+
 def _plan_tree(changed: list[str], tree: Tree, config: VerifyConfig, *, base: Tree | None,
                workflows: Workflows | None, index: RepoIndex | None = None,
                manifests: Manifests | None = None) -> PlanResult:
     index = index or RepoIndex.from_paths(tree.paths())
-    manifests = manifests or Manifests(tree)
+    if manifests is None:  # the base's layout: its files in one batch too
+        manifests = Manifests(tree)
+        manifests.prefetch(_planned_reads(index))
     configured = _configured_workspaces(config)
     layout = find_layout(index, manifests, configured=configured)
     needs_graph = not all(is_global_file(p) or is_documentation(p) or runs_of(p) is not None

@@ -17,6 +17,8 @@ from plumbing.git import Git, GitError, RunningGit, discover
 
 # Branches tried, in order, when the default branch is not known from origin/HEAD.
 DEFAULT_BRANCHES = ("origin/HEAD", "main", "master")
+# git's exit status for a fatal error, such as a name that is not a commit.
+NOT_A_COMMIT = 128
 
 
 class RevisionError(Exception):
@@ -36,9 +38,26 @@ def default_base(repo: Git) -> str:
 
     Raises RevisionError when none of those exist; pass `--base` explicitly then.
     """
-    for branch in DEFAULT_BRANCHES:
-        if _git(repo, "rev-parse", "--verify", "--quiet", f"{branch}^{{commit}}", check=False):
-            return _git(repo, "merge-base", "HEAD", branch).decode().strip()
+    # Asked of every branch at once (one git process's wait, not one per branch); git says
+    # 128 for a name that is not a commit, 1 when the branch shares no history with HEAD.
+    asked = [(branch, _start(repo, "merge-base", "HEAD", f"{branch}^{{commit}}"))
+             for branch in DEFAULT_BRANCHES]
+    try:
+        for branch, running in asked:
+            try:
+                answer = running.wait(check=False)
+            except GitError as exc:
+                raise RevisionError(str(exc)) from exc
+            if answer.returncode == 0:
+                return answer.stdout.decode().strip()
+            if answer.returncode != NOT_A_COMMIT:
+                stderr = answer.stderr.decode("utf-8", "replace").strip()
+                raise RevisionError(f"git merge-base HEAD {branch} failed in {repo.work_tree}"
+                                    f" (exit {answer.returncode}): {stderr or 'no common commit'};"
+                                    " pass --base REV")
+    finally:
+        for _, running in asked:
+            running.stop()
     raise RevisionError(
         f"cannot find a default branch in {repo.work_tree} (tried {', '.join(DEFAULT_BRANCHES)}); "
         "pass --base REV"
