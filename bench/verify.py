@@ -7,7 +7,8 @@ Prints a ratio per figure, each against a baseline measured in the same run:
 (b) on a generated 20-workspace monorepo, the checks planned for a one-workspace change divided
     by the checks of the full plan (target at most 1/20);
 (c) on a generated git repository of 1,500 packages and 90,000 files (pnpm and uv workspaces,
-    dependencies between packages), the time to plan a CI change (every workspace: list the
+    dependencies between packages), the time to plan a global change (a root `.tool-versions`:
+    every workspace; list the
     tree, read every manifest, plan) divided by the time `git ls-files` takes to list that
     same working tree, untracked files included as planning lists it (target at most 3);
 (d) that plan time divided by the plan time on a 150-package repository of the same shape
@@ -57,8 +58,9 @@ FILES_PER_PACKAGE = 60
 REPEATS = 7
 # Packages of the repository `ratchet verify --plan-only` plans as a whole process (30,000 files).
 COMMAND_PACKAGES = 500
-# A CI change plans every workspace.
-CI_CHANGE = ".github/workflows/ci.yml"
+# A change that plans every workspace: the toolchain pins of the whole repository (a workflow
+# file plans only the checks that run it).
+GLOBAL_CHANGE = ".tool-versions"
 
 
 def bench_parallel(root: Path) -> None:
@@ -101,13 +103,12 @@ def bench_planning(root: Path) -> None:
         )
         (folder / "module.py").write_text("VALUE = 1\n")
         (folder / "tests" / "test_module.py").write_text("def test_value():\n    pass\n")
-    (root / ".github" / "workflows").mkdir(parents=True)
-    (root / ".github" / "workflows" / "ci.yml").write_text("on: push\n")
+    (root / GLOBAL_CHANGE).write_text("python 3.12\n")
     tree = DirectoryTree(root)
     config = VerifyConfig(concurrency=4)
 
     started = time.monotonic()
-    full = build_plan([".github/workflows/ci.yml"], tree, config)
+    full = build_plan([GLOBAL_CHANGE], tree, config)
     full_s = time.monotonic() - started
     started = time.monotonic()
     scoped = build_plan(["packages/pkg07/module.py"], tree, config)
@@ -136,7 +137,7 @@ def write_monorepo(root: Path, packages: int) -> int:
         "pyproject.toml": '[project]\nname = "syn"\n[tool.uv.workspace]\nmembers = ["py/*"]\n'
                           '[dependency-groups]\ndev = ["pytest", "ruff"]\n',
         "uv.lock": "version = 1\n",
-        CI_CHANGE: "on: push\n",
+        GLOBAL_CHANGE: "python 3.12\n",
     }
     for index in range(packages):
         if index < node:
@@ -197,7 +198,7 @@ def bench_large_plan(scratch: Path) -> None:
     config = VerifyConfig()
 
     def full_plan(repo: Git) -> Plan:
-        return build_plan([CI_CHANGE], GitTree(repo), config)  # a fresh tree: lists and reads
+        return build_plan([GLOBAL_CHANGE], GitTree(repo), config)  # a fresh tree: lists and reads
 
     large, count, built = sizes[LARGE_PACKAGES]
     small, small_count, _ = sizes[SMALL_PACKAGES]
@@ -209,7 +210,8 @@ def bench_large_plan(scratch: Path) -> None:
     small_s = best_of(lambda: full_plan(small))
     revision_listing = best_of(lambda: large.run(
         "ls-tree", "-r", "-z", "--full-tree", "--format=%(path)%x00%(objectname)", "HEAD"))
-    revision_s = best_of(lambda: build_plan([CI_CHANGE], GitRevisionTree(large, "HEAD"), config))
+    revision_s = best_of(lambda: build_plan([GLOBAL_CHANGE], GitRevisionTree(large, "HEAD"),
+                                            config))
     one = "packages/pkg0005/src/module1.ts"
     one_s = best_of(lambda: build_plan([one], GitTree(large), config))
     one_plan = build_plan([one], GitTree(large), config)
@@ -227,7 +229,7 @@ def bench_large_plan(scratch: Path) -> None:
           "working-tree plan makes)")
     print(f"    git ls-files, index only     {index_only * 1000:7.1f} ms (for reference)")
     full, scoped = len(planned.checks), len(one_plan.checks)
-    print(f"    full plan (CI change)        {large_s * 1000:7.1f} ms ({full} checks; lists the "
+    print(f"    full plan (global change)    {large_s * 1000:7.1f} ms ({full} checks; lists the "
           "tree, reads every manifest)")
     print(f"    one-package change           {one_s * 1000:7.1f} ms ({scoped} checks, dependents "
           "included)")
@@ -243,7 +245,7 @@ def bench_large_plan(scratch: Path) -> None:
     print(f"    manifest change, base floor  {floor_s * 1000:7.1f} ms (the base's layout planned "
           f"too: {floor_s / manifest_s:.2f}x, for reference)")
     print(f"(d) {SMALL_PACKAGES} packages, {small_count} files")
-    print(f"    full plan (CI change)        {small_s * 1000:7.1f} ms (baseline)")
+    print(f"    full plan (global change)    {small_s * 1000:7.1f} ms (baseline)")
     verdict = "ok" if growth <= 12 else "MISS"
     print(f"    {LARGE_PACKAGES} / {SMALL_PACKAGES} packages plan time  {growth:.2f}  "
           f"(target <= 12: linear growth) {verdict}")
