@@ -18,7 +18,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # Modules of the rest of Ratchet (the service, the queue, the ledger, the engine, agents,
 # GitHub, the operator's settings, the whole config file's pydantic models) that planning never
-# needs; PyYAML loads only for a repository that has a `.github/ratchet.yml`.
+# needs.
 NOT_FOR_PLANNING = (
     "starlette", "uvicorn", "dramatiq", "redis", "sqlalchemy", "psycopg", "httpx",
     "pydantic", "pydantic_core", "pydantic_settings", "app.cli", "app.settings",
@@ -52,7 +52,7 @@ def test_planning_loads_none_of_the_rest_of_ratchet(monorepo: Path) -> None:
     write(monorepo, {"web/sum.js": "exports.sum = (a, b) => b + a;\n"})
     printed, modules = planning_modules(monorepo)
     assert "web:node-test" in printed
-    assert loaded(modules, (*NOT_FOR_PLANNING, "yaml")) == []
+    assert loaded(modules, NOT_FOR_PLANNING) == []
 
 
 def test_a_repository_config_is_read_without_the_whole_files_models(monorepo: Path) -> None:
@@ -63,7 +63,6 @@ def test_a_repository_config_is_read_without_the_whole_files_models(monorepo: Pa
     write(monorepo, {"web/sum.js": "exports.sum = (a, b) => b + a;\n"})
     printed, modules = planning_modules(monorepo)
     assert "web:smoke\tcustom\ttrue" in printed
-    assert "yaml" in modules
     assert loaded(modules, NOT_FOR_PLANNING) == []
 
 
