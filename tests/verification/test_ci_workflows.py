@@ -458,7 +458,7 @@ def test_ratchet_yml_overrides_the_ci_of_the_folders_it_configures(
 ) -> None:
     root = make_repo(pnpm_repo())
     repo = Git(git_dir=root / ".git")
-    config = VerifyConfig.model_validate({"checks": [{"id": "unit", "run": "pnpm test"}]})
+    config = VerifyConfig.from_dict({"checks": [{"id": "unit", "run": "pnpm test"}]})
     tree = GitRevisionTree(repo, "main")
     plan = plan_change(["packages/cli/src/main.ts"], tree, config, base=tree).plan
     # The configured root runs no CI step (the same change without the config plans CI's
