@@ -25,7 +25,7 @@ from app.github import webhook_config
 from app.metrics import registry_for
 from app.settings import Settings
 from app.wakeups import Reaper, WakeUps
-from app.webhooks import WebhookReceiver
+from app.webhooks import WebhookReceiver, answer_expired_signals
 from runner.ledger import Store, open_store
 
 if TYPE_CHECKING:
@@ -127,6 +127,10 @@ def serve(settings: Settings, *, host: str, port: int) -> None:
                             worker_timeout=100)
             worker.start()
         _, stop_reaper = Reaper(store, wakeups.enqueue, interval=settings.reap_seconds).start()
+        if receiver.config.triggers is not None:  # an App: it answers signals left waiting
+            threading.Thread(target=answer_expired_signals,
+                             args=(receiver.config.triggers, stop_reaper), daemon=True,
+                             name="ratchet-expired-signals").start()
         log.info("serving on %s:%d (%s)", host, port,
                  "in-process worker" if worker else f"broker {settings.queue!r}")
         if config.link is not None:

@@ -77,6 +77,12 @@ class TriggerCheck(Protocol):
 
     def answer(self, reply: Reply) -> bool: ...
 
+    def answer_expired(self) -> int: ...
+
+
+# Seconds between two looks for signals that waited a day for a run to link their pull
+# request (each is answered once, asking to repeat it: ``TriggerCheck.answer_expired``).
+EXPIRED_SIGNALS_INTERVAL = 60.0
 
 # A refused label: the run it would have started, its issue, and why not.
 _Refusal = tuple[GitHubOrigin, int, Authorization]
@@ -295,6 +301,17 @@ class WebhookReceiver:
                        workflow=PULL_REQUEST_WORKFLOW, pr=pull.number,
                        base_revision=pull.head_sha,
                        event_data={"title": pull.title, "pr": pull.number, "by": pull.author})
+
+
+def answer_expired_signals(triggers: TriggerCheck, stop: threading.Event, *,
+                           interval: float = EXPIRED_SIGNALS_INTERVAL) -> None:
+    """Until ``stop`` is set: every ``interval`` seconds, answer the signals that waited in
+    vain for a run (``serve`` runs it on a thread beside the reaper)."""
+    while not stop.wait(interval):
+        try:
+            triggers.answer_expired()
+        except Exception:  # the ledger or GitHub is down: the next look answers them
+            log.exception("the signals that waited in vain were not answered; retrying")
 
 
 class DeliveryWriter:

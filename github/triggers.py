@@ -9,15 +9,20 @@ gets one reply on the issue saying who may, at most once a minute per person and
 
 A ``/ratchet`` command that names no verb Ratchet knows (or lacks its argument) is answered
 with what would work: every time for someone with write access, at most once a minute per
-issue for anyone else (a reader's burst costs one reply, as a run's refusals do).
+issue for anyone else (a reader's burst costs one reply, as a run's refusals do). So is a
+command on a pull request no run linked within a day (``answer_expired``): it waited for the
+run that opened the pull request to confirm it, none did, and its author is asked to repeat it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Collection
+from urllib.parse import urlparse
 
+from runner.ledger.records import EARLY_SIGNAL_SECONDS, SignalFor
 from runner.ledger.store import Store
+from runner.names import verb_of
 from runner.origin import GitHubOrigin
 from runner.signals import Authorization
 
@@ -93,3 +98,36 @@ class TriggerGate:
                                           {"body": f"@{reply.author}: {reply.text}\n"},
                                           issue_number=reply.number)
         return True
+
+    def answer_expired(self, *, now: float | None = None) -> int:
+        """Ask the author of each signal that waited ``EARLY_SIGNAL_SECONDS`` for a run to
+        link its pull request, in vain, to repeat it: one reply on that pull request (as
+        ``answer``: a reader at most once a minute). The ledger hands each signal out once,
+        whichever process asks; a reply GitHub refuses is logged. Returns the replies sent."""
+        sent = 0
+        for signal in self.store.expire_early_signals(now=now):
+            try:
+                sent += self.answer(self._repeat(signal))
+            except Exception as exc:  # one refused reply must not keep the others unsent
+                log.warning("the reply to %r's %s on %s#%d was not sent: %s", signal.author,
+                            signal.kind.value, signal.repo, signal.number, exc)
+        return sent
+
+    def _repeat(self, signal: SignalFor) -> Reply:
+        owner, repo = _slug(signal.repo)
+        what = ("your review requesting changes" if getattr(signal.payload, "review", None)
+                else f"`/ratchet {verb_of(signal.kind)}`")
+        hours = int(EARLY_SIGNAL_SECONDS // 3600)
+        text = (f"{what} was not applied: it waited for a Ratchet run to link this pull"
+                f" request, and none has in {hours} hours. If this pull request belongs to a"
+                " run, please repeat it here once the run's tracking comment links it.")
+        installation = self.client.installation_id(owner, repo) if self.per_installation \
+            else None
+        return Reply(owner=owner, repo=repo, installation=installation, clone_url=signal.repo,
+                     number=signal.number, author=signal.author, text=text)
+
+
+def _slug(clone_url: str) -> tuple[str, str]:
+    """``owner`` and ``repo`` of a clone URL (``https://github.com/owner/repo.git``)."""
+    owner, _, repo = urlparse(clone_url).path.strip("/").removesuffix(".git").rpartition("/")
+    return owner.rpartition("/")[2], repo

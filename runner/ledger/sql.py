@@ -810,7 +810,9 @@ class SqlStore(ABC):
             early = tx.all(
                 "SELECT * FROM early_signals WHERE repo = ? AND number = ? AND created_at > ?"
                 " ORDER BY created_at, id", (run.repo, number, since))
-            tx.run("DELETE FROM early_signals WHERE (repo = ? AND number = ?) OR created_at <= ?",
+            # This pull request's waiting signals join the run; any that waited longer than
+            # a day are left for ``expire_early_signals`` (their authors are told to repeat).
+            tx.run("DELETE FROM early_signals WHERE repo = ? AND number = ? AND created_at > ?",
                    (run.repo, number, since))
             if not early:
                 return
@@ -826,6 +828,19 @@ class SqlStore(ABC):
                     "signal": new.id, "kind": kind.value, "author": new.author,
                     "origin": new.origin, "early": True}))
             self._insert_events(tx, run.id, seq, run.lease_epoch, at, events)
+
+    def expire_early_signals(self, *, now: float | None = None) -> list[SignalFor]:
+        since = _now(now) - EARLY_SIGNAL_SECONDS
+        with self._write() as tx:
+            rows = tx.all("DELETE FROM early_signals WHERE created_at <= ?"
+                          " RETURNING repo, number, kind, author, origin, payload, created_at",
+                          (since,))
+        rows.sort(key=lambda row: row["created_at"])
+        return [SignalFor(row["repo"], int(row["number"]), SignalKind(row["kind"]),
+                          row["author"], row["origin"],
+                          read_payload(SignalKind(row["kind"]), json.loads(row["payload"])),
+                          pull_request=True)
+                for row in rows]
 
     def _keep_early(self, tx: Tx, signal_id: str, signal: SignalFor, at: float) -> None:
         """Keep a signal for a pull request no run has linked yet (``link_pull_request``

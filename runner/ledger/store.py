@@ -170,6 +170,12 @@ class Store(Protocol):
         those that arrived for it before, within ``EARLY_SIGNAL_SECONDS``, join its inbox)."""
         ...
 
+    def expire_early_signals(self, *, now: float | None = None) -> list[SignalFor]:
+        """Take out the signals that waited ``EARLY_SIGNAL_SECONDS`` for a run to link their
+        pull request and none did, oldest first: each is returned once, to one caller, whose
+        forge asks its author to repeat it."""
+        ...
+
     def count_deliveries(self, events: Collection[str]) -> int:
         """How many deliveries of these events were recorded (a cache of what they change is
         good while this stays the same)."""

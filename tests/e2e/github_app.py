@@ -328,6 +328,14 @@ class AppScene:
         assert result.returncode == 0, result.stderr
         return folder / run_id
 
+    def status(self, run_id: str) -> dict[str, Any]:
+        """``ratchet status RUN --json``."""
+        result = subprocess.run([sys.executable, "-m", "app.cli", "status", run_id, "--json"],
+                                cwd=self.root, env=self.environ(), capture_output=True,
+                                text=True, timeout=60, check=False)
+        assert result.returncode == 0, result.stderr
+        return dict(json.loads(result.stdout))
+
     def run_state(self) -> dict[str, Any] | None:
         """The only run's status, as ``ratchet runs --json`` prints it (None before one exists)."""
         result = subprocess.run([sys.executable, "-m", "app.cli", "runs", "--json"],

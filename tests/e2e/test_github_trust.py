@@ -181,3 +181,26 @@ def test_a_command_on_an_issue_without_a_run_is_answered(scene: AppScene) -> Non
     [reply] = scene.wait_for("the answer", lambda: bot_replies(scene))
     assert reply.startswith(f"@{WRITER}: there is no Ratchet run for #{ISSUE}"), reply
     assert scene.run_state() is None
+
+
+def test_a_check_run_button_of_an_ended_run_gets_one_answer(scene: AppScene) -> None:
+    scene.serve()
+    assert scene.deliver("issues", scene.labeled(ISSUE, sender=WRITER)).status_code == 202
+    spec = scene.wait_for("the spec's check run", lambda: [
+        c for c in scene.fake.check_runs(OWNER, REPO) if c.name == "ratchet/spec"])[0]
+    scene.command(ISSUE, "/ratchet cancel", author=WRITER)
+    scene.wait_for("the run to end",
+                   lambda: (scene.run_state() or {}).get("state") == "cancelled")
+    clicked = scene.deliver("check_run", scene.check_run_event(
+        spec.id, "requested_action", sender=WRITER))
+    assert clicked.status_code == 202, clicked.text  # a signal for the run the button names
+
+    def answers() -> list[str]:
+        return [b for b in bot_replies(scene) if f"\n@{WRITER}: " in b]
+
+    [reply] = scene.wait_for("the button's answer", answers)
+    assert f"@{WRITER}: the run has ended (cancelled); start a new one." in reply, reply
+    run_id = scene.run_state()["run_id"]
+    assert scene.wait_for("the signal answered", lambda: scene.status(run_id)[
+        "pending_signals"] == [])
+    assert len(answers()) == 1

@@ -11,7 +11,10 @@ from github.permissions import Permissions
 from github.routing import Reply
 from github.triggers import TriggerGate
 from runner.ledger import open_store
+from runner.ledger.records import EARLY_SIGNAL_SECONDS, NewDelivery, SignalFor
+from runner.names import SignalKind
 from runner.origin import GitHubOrigin
+from runner.signal_payloads import Approve
 from tests.fakes.conftest import OWNER, REPO
 from tests.fakes.fakegithub import FakeGitHub
 from tests.github.conftest import INSTALLATION
@@ -85,4 +88,32 @@ def test_a_command_reaching_no_run_is_answered_every_time_for_a_writer(
     assert bodies == [
         "@alice: unknown command '/ratchet aprove'; the commands are X.\n"] * 2 + [
         "@rory: unknown command '/ratchet aprove'; the commands are X.\n"]
+    store.close()
+
+
+def test_a_command_no_run_linked_within_a_day_is_answered_once_asking_to_repeat_it(
+        fake: FakeGitHub, client: GitHubClient, tmp_path: Path) -> None:
+    store = open_store(str(tmp_path / "ledger.db"))
+    gate = TriggerGate(client, Permissions(client), store)
+    fake.set_permission(OWNER, REPO, "alice", "write")
+    fake.create_issue(OWNER, REPO, title="t", body="b", author="alice")
+    pull = fake.create_pull(OWNER, REPO, head="main", base="main", title="by hand")
+    clone_url = f"https://github.com/{OWNER}/{REPO}.git"
+    at = 1_700_000_000.0
+    # What the webhook records for an approval on a pull request no run has linked: it waits.
+    waiting = store.accept_delivery(
+        NewDelivery("guid-1", "issue_comment", "created", "signal", "approve"),
+        signal=SignalFor(clone_url, pull, SignalKind.APPROVE, "alice", "github",
+                         Approve(hash="abcdef" * 2), pull_request=True), now=at)
+    assert waiting.decision == "wait"
+
+    assert gate.answer_expired(now=at + EARLY_SIGNAL_SECONDS - 1) == 0  # still waiting
+    assert fake.comments(OWNER, REPO, pull) == []
+    assert gate.answer_expired(now=at + EARLY_SIGNAL_SECONDS + 1) == 1
+    assert gate.answer_expired(now=at + 2 * EARLY_SIGNAL_SECONDS) == 0  # answered once
+    [reply] = fake.comments(OWNER, REPO, pull)
+    assert reply.body == (
+        "@alice: `/ratchet approve` was not applied: it waited for a Ratchet run to link this"
+        " pull request, and none has in 24 hours. If this pull request belongs to a run, please"
+        " repeat it here once the run's tracking comment links it.\n")
     store.close()

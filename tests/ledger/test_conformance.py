@@ -409,6 +409,29 @@ def test_a_command_on_a_pull_request_no_run_linked_yet_waits_for_the_link(store)
     assert len(store.signals("r1")) == 1
 
 
+def test_a_signal_no_run_linked_within_the_wait_is_taken_out_once_for_its_answer(store):
+    """A command on a pull request no run ever linked is not dropped: once it has waited
+    ``EARLY_SIGNAL_SECONDS`` it is handed, once, to whoever asks its author to repeat it; a
+    link of that pull request after the wait does not adopt it."""
+    store.create_run(NewRun(id="r1", repo="repo", title="t", issue=7), now=T0)
+    for n, (number, at) in enumerate([(12, T0), (13, T0 + 10), (12, T0 + 20)]):
+        store.accept_delivery(
+            NewDelivery(f"guid-{n}", "issue_comment", "created", "signal", "approve"),
+            signal=SignalFor("repo", number, SignalKind.APPROVE, author=f"u{n}", origin="github",
+                             payload=Approve(hash="abcdef" * 2), pull_request=True), now=at)
+    assert store.expire_early_signals(now=T0 + EARLY_SIGNAL_SECONDS - 1) == []
+    # A link after the first has waited a day adopts only the one still within the wait.
+    lease = store.acquire_lease("r1", "A", ttl=10, now=T0)
+    store.link_pull_request(lease, 12, now=T0 + EARLY_SIGNAL_SECONDS + 1)
+    assert [s.author for s in store.signals("r1")] == ["u2"]
+    expired = store.expire_early_signals(now=T0 + EARLY_SIGNAL_SECONDS + 15)
+    assert [(s.number, s.author, s.kind, s.payload.to_stored(), s.pull_request)
+            for s in expired] == [
+        (12, "u0", SignalKind.APPROVE, {"hash": "abcdef" * 2}, True),
+        (13, "u1", SignalKind.APPROVE, {"hash": "abcdef" * 2}, True)]
+    assert store.expire_early_signals(now=T0 + 10 * EARLY_SIGNAL_SECONDS) == []  # once
+
+
 def test_a_reply_to_one_login_is_claimed_once_a_minute(store):
     assert store.claim_reply("repo", 7, "Rita", interval=60, now=T0)
     assert not store.claim_reply("repo", 7, "rita", interval=60, now=T0 + 59)
