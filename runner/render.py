@@ -70,7 +70,8 @@ def key_marker(key: str) -> str:
 
 
 def say_next_action(action: Mapping[str, Any], run_id: str, words: Vocabulary) -> str:
-    """The next action as one sentence with the commands that perform it."""
+    """The next action as one sentence: who the run waits for (a worker, a reviewer, someone
+    with write access to decide or to raise the budget), and the commands that act."""
     kind = NextActionKind(action["kind"])
     if kind is NextActionKind.NONE_DONE:
         return f"none: the run is done (published {action.get('head') or 'its branch'})"
@@ -80,18 +81,18 @@ def say_next_action(action: Mapping[str, Any], run_id: str, words: Vocabulary) -
     if kind is NextActionKind.WAIT_FOR_HOLDER:
         takeover = (f"{_code(resume)} takes over once it expires" if resume
                     else "another worker takes over once it expires")
-        return (f"wait: {action['owner']} holds the lease on {action['step']} (renewed by its"
-                f" heartbeat; if that worker died, {takeover})")
+        return (f"the run waits for worker {action['owner']}, which holds the lease on"
+                f" {action['step']} (renewed by its heartbeat; if that worker died, {takeover})")
     if kind is NextActionKind.WAIT_FOR_RETRY:
         then = f"{_code(resume)} runs it then" if resume else "a worker runs it then"
-        return f"wait: a retry of {action['step']} is scheduled; {then}"
+        return f"the run waits for its scheduled retry of {action['step']}; {then}"
     if kind is NextActionKind.RESUME:
         unsent, signals = action.get("unsent") or 0, action.get("signals") or 0
         work = [f"answers {signals} signal(s)" if signals else "",
                 f"sends {unsent} recorded effect(s)" if unsent else ""]
         settle = f"; it first {' and '.join(w for w in work if w)}" if any(work) else ""
-        who = f"{_code(resume)}: continues" if resume else "in progress: a worker continues"
-        return f"{who} from {action['step']}{settle}"
+        who = f"a worker (or {_code(resume)})" if resume else "a worker"
+        return f"the run waits for {who} to continue from {action['step']}{settle}"
     if kind is NextActionKind.REVIEW_SPEC:
         prefix = str(action.get("spec_sha256") or "")[:HASH_PREFIX]
         return (f"the run waits for a reviewer with write access: review spec.md, then"
@@ -103,17 +104,19 @@ def say_next_action(action: Mapping[str, Any], run_id: str, words: Vocabulary) -
                 f" with write access: review the diff, then"
                 f" {_code(words.approve_diff(run_id, sha))}, or {_code(words.cancel(run_id))}")
     if kind is NextActionKind.HUMAN_DECISION:
-        return (f"a human must decide: {_inline(action.get('reason'))}; then"
-                f" {_code(words.retry(run_id))} or {_code(words.cancel(run_id))}")
+        return (f"the run waits for a person with write access to decide:"
+                f" {_inline(action.get('reason'))}; then {_code(words.retry(run_id))} or"
+                f" {_code(words.cancel(run_id))}")
     if kind is NextActionKind.RAISE_BUDGET:
         amount = str(action.get("raise") or "+1")
-        return (f"the budget is spent ({action.get('limit')}): someone with write access"
-                f" raises it with {_code(words.budget(run_id, amount))} (a bare number raises"
-                f" the limit reached; +$1 is dollars, +30m agent minutes, +2h run hours, +3runs"
-                f" agent runs) and the run continues from {action.get('step')}, or"
-                f" {_code(words.cancel(run_id))}")
-    return (f"fix the cause ({_inline(action.get('reason'))}), then"
-            f" {_code(words.retry(run_id))}, or {_code(words.cancel(run_id))}")
+        return (f"the run waits for someone with write access to raise its budget"
+                f" ({action.get('limit')} is spent) with {_code(words.budget(run_id, amount))}"
+                f" (a bare number raises the limit reached; +$1 is dollars, +30m agent minutes,"
+                f" +2h run hours, +3runs agent runs) and the run continues from"
+                f" {action.get('step')}, or {_code(words.cancel(run_id))}")
+    return (f"the run waits for a person with write access to fix the cause of its failure"
+            f" ({_inline(action.get('reason'))}), then {_code(words.retry(run_id))}, or"
+            f" {_code(words.cancel(run_id))}")
 
 
 def render_tracking(view: Mapping[str, Any], words: Vocabulary,

@@ -71,6 +71,9 @@ class Words:
     def budget(self, run_id: str, amount: str) -> str:
         return f"/budget {amount}"
 
+    def closes(self, issue: int) -> str:
+        return f"Closes #{issue}"
+
 
 @pytest.mark.parametrize(("state", "kind", "payload", "outcome", "refusal"), [
     (State.AWAITING_APPROVAL, SignalKind.APPROVE, {"hash": SPEC[:12]}, Outcome.APPROVED, None),
@@ -315,4 +318,32 @@ def test_a_stopped_runs_tracking_says_the_failure_class_and_what_to_decide():
     assert "Failure class: transient" in text
     assert "Reason: implement failed 5 times" in text
     assert "[pull request #4](https://gh/acme/w/pull/4) · [ratchet/verify]" in text
-    assert "Next: fix the cause" in text
+    assert "Next: the run waits for a person with write access to fix the cause" in text
+
+
+@pytest.mark.parametrize(("run", "budget", "waits_for"), [
+    (run_in(State.IMPLEMENT, step="implement.1", lease_owner="host-a:1",
+            lease_expires_at=NOW + 5), None, "worker host-a:1, which holds the lease on"),
+    (run_in(State.IMPLEMENT, step="implement.1", ready_at=NOW + 30), None,
+     "its scheduled retry of implement.1"),
+    (run_in(State.IMPLEMENT, step="implement.1"), None,
+     "a worker (or `/resume`) to continue from implement.1"),
+    (run_in(State.AWAITING_APPROVAL, step="awaiting_approval.1"), None,
+     "a reviewer with write access: review spec.md, then `/approve"),
+    (run_in(State.AWAITING_DIFF_APPROVAL, step="awaiting_diff_approval.1",
+            reason=f"the diff sha256 {'d' * 64} waits"), None,
+     "a reviewer with write access: review the diff, then `/approve-diff"),
+    (run_in(State.NEEDS_HUMAN, step="implement.1", reason="the branch moved"), None,
+     "a person with write access to decide: the branch moved; then `/retry`"),
+    (run_in(State.NEEDS_HUMAN, step="implement.1", reason="the budget is spent"),
+     {"limit": "max_cost_usd", "raise": "+1"},
+     "someone with write access to raise its budget (max_cost_usd is spent) with `/budget +1`"),
+    (run_in(State.FAILED, step="implement.1", reason="agent exited 2"), None,
+     "a person with write access to fix the cause of its failure (agent exited 2), then"
+     " `/retry`"),
+], ids=["lease-holder", "retry", "worker", "reviewer", "diff-reviewer", "decision", "budget",
+        "failed"])
+def test_every_waiting_state_says_who_the_run_waits_for(run, budget, waits_for) -> None:
+    action = next_action(run, [], spec_sha256=SPEC, now=NOW, budget_stop=budget)
+    said = say_next_action(action.to_dict(), "r1", Words())
+    assert "the run waits for" in said and waits_for in said, said

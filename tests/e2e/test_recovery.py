@@ -112,7 +112,7 @@ def test_research_agent_editing_a_product_file_is_a_policy_violation(ratchet, tm
     status = ratchet.status(run_id)
     assert status["state"] == "needs_human"
     assert "research agent changed the worktree (README.md)" in status["reason"]
-    assert "a human must decide" in status["next_action"]["text"]
+    assert "the run waits for a person with write access to decide" in status["next_action"]["text"]
     folder = ratchet.export(run_id, tmp_path / "export")
     evidence = (folder / "evidence/research.1.policy-violation.patch").read_text()
     assert "research was here" in evidence
