@@ -47,8 +47,6 @@ PYTEST_COMMAND = f"python -m pytest {PYTEST_ARGS}"
 _PY = Ecosystem.PYTHON
 # The tools each detected check runs (tox, nox and make run pytest too).
 _RUFF, _MYPY, _PYTEST = frozenset({"ruff"}), frozenset({"mypy"}), frozenset({"pytest"})
-# pytest's own `python_files` when the configuration sets none.
-_PYTHON_FILES = ("test_*.py", "*_test.py")
 # pytest's own `norecursedirs` when the configuration sets none.
 _NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
 
@@ -226,9 +224,10 @@ class PytestConfig:
         if self.testpaths and not any(path.startswith(t + "/") or t == "." or t == path
                                       for t in self.testpaths):
             return False
-        if not any(fnmatch(name, p) for p in self.python_files or _PYTHON_FILES):
+        # Without `python_files`, only files named like pytest's default are candidates.
+        if self.python_files and not any(fnmatch(name, p) for p in self.python_files):
             return False
-        if any(is_below(path, p) or fnmatch(path, p) for p in self.ignores):
+        if self.ignores and any(is_below(path, p) or fnmatch(path, p) for p in self.ignores):
             return False
         parts = folders.split("/") if folders else []
         return not any(fnmatch(part, p) for part in parts for p in self.norecursedirs)

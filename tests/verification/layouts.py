@@ -399,17 +399,19 @@ def cargo_workspace() -> Files:
     }
 
 
+def cargo_package(name: str, tables: str = "", *, version: str = "0.0.0") -> str:
+    """A crate's Cargo.toml: its `[package]`, then `tables` as written."""
+    return f'[package]\nname = "{name}"\nversion = "{version}"\nedition = "2021"\n{tables}'
+
+
 def cargo_monorepo() -> Files:
     """A virtual Cargo workspace laid out like rust-analyzer's and deno's: crates inheriting
     path dependencies from `[workspace.dependencies]`, a member only by being a path
     dependency (deno's `ext/os`), a crate nobody lists (deno's `ext/broadcast_channel`), an
     excluded crate, a benchmark crate with its own `[workspace]`, a cargo-fuzz harness, a
-    dev-only dependency, a fixture
-    crate with its own `[workspace]` under `tests/`, and the parser's test data."""
-
-    def crate(name: str, tables: str = "") -> str:
-        return f'[package]\nname = "{name}"\nversion = "0.0.0"\nedition = "2021"\n{tables}'
-
+    dev-only dependency, a fixture crate with its own `[workspace]` under `tests/`, and the
+    parser's test data."""
+    crate = cargo_package
     return {
         "Cargo.toml": (
             '[workspace]\nmembers = ["xtask/", "crates/*"]\nexclude = ["crates/imp"]\n'
@@ -545,7 +547,7 @@ def polars_layout() -> Files:
     """polars' shape: a Python package (setuptools) pinning a runtime package that maturin
     builds from a crate of the Cargo workspace, with its version from that crate."""
     def crate(name: str, tables: str = "") -> str:
-        return f'[package]\nname = "{name}"\nversion = "1.43.2"\nedition = "2024"\n{tables}'
+        return cargo_package(name, tables, version="1.43.2")
 
     return {
         "Cargo.toml": (
