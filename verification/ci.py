@@ -61,7 +61,7 @@ from verification.filter_patterns import admits
 from verification.globs import compile_glob
 from verification.manifests import mapping
 from verification.model import UnverifiedStep
-from verification.scripts import line_uses
+from verification.scripts import TaskResolver, line_uses
 from verification.tools import ToolUse
 from verification.workflows import (
     EventFilter,
@@ -159,10 +159,13 @@ class CiPlan:
 
 
 def read_ci(workflows: Workflows, changed: Sequence[str], folders: Container[str],
-            scripts: Callable[[str], Mapping[str, object]]) -> CiPlan:
+            scripts: Callable[[str], Mapping[str, object]],
+            tasks: Callable[[str], TaskResolver] | None = None) -> CiPlan:
     """The jobs `changed` triggers (see the module docstring); `folders` are the tree's
     folders, so a working directory that does not exist is named; `scripts` the package.json
-    scripts of a folder, so a step running one (`pnpm run check`) is read by what it runs."""
+    scripts of a folder, so a step running one (`pnpm run check`) is read by what it runs,
+    and `tasks` the reader of the task runners started in a folder (`make test` is what its
+    recipe runs)."""
     plan = CiPlan(problems=[UnverifiedStep(p.path, "", "", p.reason) for p in workflows.problems])
     for path, workflow in sorted(workflows.by_path.items()):
         event = _trigger(workflow)
@@ -172,7 +175,7 @@ def read_ci(workflows: Workflows, changed: Sequence[str], folders: Container[str
         if not filtered:
             continue
         reader = _WorkflowReader(workflows, path, event, frozenset(filtered), folders,
-                                 changed, scripts)
+                                 changed, scripts, tasks)
         plan.jobs += reader.read(workflow, {}, prefix="", depth=0, outer_needs=())
     return plan
 
@@ -205,7 +208,8 @@ class _WorkflowReader:
 
     def __init__(self, workflows: Workflows, path: str, event: EventFilter,
                  admitted: frozenset[str], folders: Container[str], changed: Sequence[str],
-                 scripts: Callable[[str], Mapping[str, object]]) -> None:
+                 scripts: Callable[[str], Mapping[str, object]],
+                 tasks: Callable[[str], TaskResolver] | None) -> None:
         self.workflows = workflows
         self.path = path
         self.event = event
@@ -213,6 +217,7 @@ class _WorkflowReader:
         self.folders = folders
         self.changed = changed
         self.scripts = scripts
+        self.tasks = tasks
         self.stem = path.rpartition("/")[2].rsplit(".", 1)[0]
 
     def read(self, workflow: Workflow, inputs: Mapping[str, Value], *, prefix: str,
@@ -345,7 +350,7 @@ class _WorkflowReader:
             check = CiCheck(
                 key=f"{self.stem}.{key.replace('/', '.')}.{_slug(step, entry)}",
                 folder=folder, kind=kind, command=command, script=script,
-                ecosystems=ecosystems_of(script), tools=frozenset(u.tool for u in uses),
+                ecosystems=ecosystems_of(script, uses), tools=frozenset(u.tool for u in uses),
                 workflow=self.path, job=key, step=step.label,
                 setups=tuple(dict.fromkeys(i.folder for i in installs_seen)),
                 after=previous, notes=step_notes,
@@ -443,7 +448,9 @@ class _WorkflowReader:
                 return skipped(f"runs in {resolved}, a folder the repository does not have")
         known = {k: v for k, v in step_env.items() if not isinstance(v, Unknown)}
         package = self.scripts(folder)
-        uses = [use for line in commands(script) for use in line_uses(line, package)]
+        runners = self.tasks(folder) if self.tasks is not None else None
+        uses = [use for line in commands(script)
+                for use in line_uses(line, package, tasks=runners)]
         what = role(script, step.name, uses)
         if what == "publish":
             return skipped("publishes, deploys or uploads: not verification")

@@ -214,10 +214,15 @@ def kind_of(script: str, name: str | None, uses: Sequence[ToolUse] = ()) -> str:
     return "custom"
 
 
-def ecosystems_of(script: str) -> frozenset[Ecosystem]:
+def ecosystems_of(script: str, uses: Sequence[ToolUse] = ()) -> frozenset[Ecosystem]:
     """The ecosystems of the tools the script's commands start with (`uv run pytest` is
-    Python, `pnpm -r test` Node); empty when none is known (`make`, `./scripts/check.sh`)."""
+    Python, `pnpm -r test` Node) and of those it runs through task runners (`uses`: `make
+    test` running `go test` is Go); empty when none is known (`./scripts/check.sh`)."""
     found: set[Ecosystem] = set()
+    for use in uses:
+        ecosystem = _ECOSYSTEM_TOOLS.get(use.tool.split()[0])
+        if ecosystem is not None:
+            found.add(ecosystem)
     for command in commands(script):
         for part in re.split(r"&&|\|\||;|\|", command):
             words = _tool_words(part.strip())

@@ -29,6 +29,9 @@ WATCHED_NAMES = MANIFESTS | {
     "bun.lockb", "uv.lock", "poetry.lock", "Cargo.lock", "go.sum",
     ".yarnrc.yml", "ruff.toml", ".ruff.toml", "mypy.ini", ".mypy.ini", "pytest.ini", "tox.ini",
     "noxfile.py", "conftest.py", "Makefile",
+    # Task runners and declared tools (`task_runners`, `task_graphs`, `hooks`).
+    "GNUmakefile", "makefile", "justfile", "Justfile", ".justfile", "tox.toml", "turbo.json",
+    "nx.json", "project.json", ".pre-commit-config.yaml", "pyrightconfig.json",
 }  # fmt: skip
 # ... and by prefix: requirement files, test runner configs.
 WATCHED_PREFIXES = ("requirements", "vitest.config.", "vitest.workspace.", "jest.config.")

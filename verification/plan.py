@@ -55,6 +55,7 @@ from verification.select import (
     runs_of,
     select,
 )
+from verification.task_runners import TaskLookup
 from verification.tree import Tree, read_texts
 from verification.workspaces import Ecosystem, Layout, declared_names, find_layout
 
@@ -167,15 +168,38 @@ def _plan_tree(changed: list[str], tree: Tree, config: VerifyConfig, *, base: Tr
         verifying = [path for path, status in selection.files.items()
                      if status.kind not in ("ignored", "documentation")]
 
-        def scripts(folder: str) -> Mapping[str, object]:
-            return mapping(manifests.json(join(folder, "package.json")).get("scripts"))
-
-        assembly.add_ci(read_ci(workflows, verifying, _Folders(tree), scripts), selection)
+        lookup = task_lookup(layout, index, manifests)
+        assembly.add_ci(read_ci(workflows, verifying, _Folders(tree), lookup.scripts,
+                                lookup.resolver), selection)
     if assembly.checks:
         assembly.add_needs(graph or build_graph(layout, manifests))
     plan, reasons = assembly.finish(selection)
     return PlanResult(plan, Explanation(plan, reasons, _coverage(changed, selection, plan, reasons),
                                         dict(layout.skipped), declared_names(layout, manifests)))
+
+
+def task_lookup(layout: Layout, index: RepoIndex, manifests: Manifests) -> TaskLookup:
+    """The task runners of the tree's folders, read through its manifests: a folder's
+    package.json scripts, and for `turbo run` / `nx run-many` the Node workspaces and Nx
+    projects (`project.json`) at or below the folder they start in."""
+    nx_projects = sorted(folder for folder, names in index.names.items()
+                         if "project.json" in names)
+
+    def scripts(folder: str) -> Mapping[str, object]:
+        return mapping(manifests.json(join(folder, "package.json")).get("scripts"))
+
+    def projects(folder: str) -> list[str]:
+        below = [p for p in nx_projects if folder == "." or p == folder
+                 or p.startswith(folder + "/")]
+        return sorted({*layout.below(folder, Ecosystem.NODE), *below})
+
+    def targets(folder: str) -> Mapping[str, object]:
+        package = mapping(mapping(manifests.json(join(folder, "package.json")).get("nx")))
+        return {**mapping(package.get("targets")),
+                **mapping(manifests.json(join(folder, "project.json")).get("targets"))}
+
+    return TaskLookup(read=manifests.text, toml=manifests.toml, has=index.has,
+                      scripts=scripts, projects=projects, targets=targets)
 
 
 class _BaseManifests:

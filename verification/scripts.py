@@ -15,7 +15,7 @@ names (`test:unit`) unless `test` runs them, then `test`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
@@ -69,6 +69,9 @@ _RECURSIVE_FLAGS = frozenset({"-r", "--recursive", "--filter", "-F", "--workspac
 # concurrently's `"npm:lint" "npm:test"`.
 _RUN_ALL = frozenset({"run-s", "run-p", "npm-run-all", "npm-run-all2"})
 _NOTHING = frozenset({"echo", "true", "exit", ":", "printf"})
+# Reads a command that starts a task runner (`make lint`) as the tools its tasks run; None
+# for any other command (`task_runners.TaskLookup.resolver`).
+TaskResolver = Callable[[Command], "list[ToolUse] | None"]
 
 
 @dataclass(frozen=True)
@@ -89,11 +92,13 @@ class _Reading:
     watches: bool  # runs until stopped (`jest --watch`)
 
 
-def checks_of(scripts: Mapping[str, object]) -> list[Script]:
-    """The scripts of a package.json (`scripts`) to plan as checks, in `SCRIPT_NAMES` order."""
+def checks_of(scripts: Mapping[str, object], *,
+              tasks: TaskResolver | None = None) -> list[Script]:
+    """The scripts of a package.json (`scripts`) to plan as checks, in `SCRIPT_NAMES` order;
+    `tasks` reads the task runners they start (`"lint": "make lint"`)."""
     bodies = {name: body for name, body in scripts.items()
               if isinstance(name, str) and isinstance(body, str)}
-    readings = {name: _read(body, bodies) for name, body in bodies.items()}
+    readings = {name: _read(body, bodies, tasks) for name, body in bodies.items()}
     candidates: list[Script] = []
     for kind, names in SCRIPT_NAMES.items():
         for name in names:
@@ -138,12 +143,14 @@ def _script(name: str, kind: str | None, bodies: Mapping[str, str],
     return Script(name, kind, frozenset(use.tool for use in uses))
 
 
-def line_uses(line: str, scripts: Mapping[str, object]) -> list[ToolUse]:
+def line_uses(line: str, scripts: Mapping[str, object], *,
+              tasks: TaskResolver | None = None) -> list[ToolUse]:
     """The tools a shell line run in a package's folder runs, through the scripts of that
-    package it calls (a CI step's `pnpm run check`: `tsc --noEmit`), in order."""
+    package it calls (a CI step's `pnpm run check`: `tsc --noEmit`) and the task runners it
+    starts (`tasks`: `make lint`'s recipe), in order."""
     bodies = {name: body for name, body in scripts.items()
               if isinstance(name, str) and isinstance(body, str)}
-    first = _read(line, bodies)
+    first = _read(line, bodies, tasks)
     readings: dict[str, _Reading] = {}
     uses = list(first.uses)
     pending = [(call, 0) for call in first.calls]
@@ -151,7 +158,7 @@ def line_uses(line: str, scripts: Mapping[str, object]) -> list[ToolUse]:
         name, depth = pending.pop(0)
         if name in readings or name not in bodies or depth >= MAX_CALL_DEPTH:
             continue
-        readings[name] = _read(bodies[name], bodies)
+        readings[name] = _read(bodies[name], bodies, tasks)
         uses += readings[name].uses
         pending += [(call, depth + 1) for call in readings[name].calls]
     return uses
@@ -183,15 +190,18 @@ def _closure(name: str, readings: Mapping[str, _Reading]) -> list[str]:
     return found
 
 
-def _read(body: str, scripts: Mapping[str, str]) -> _Reading:
+def _read(body: str, scripts: Mapping[str, str], tasks: TaskResolver | None = None
+          ) -> _Reading:
     uses: list[ToolUse] = []
     calls: list[str] = []
     found = commands(body)
     for command in found:
         called = _calls(command, scripts)
         if called is None:
-            use = classify(command)
-            if use is not None:
+            through = tasks(command) if tasks is not None else None
+            if through is not None:
+                uses += through
+            elif (use := classify(command)) is not None:
                 uses.append(use)
         else:
             calls += called
