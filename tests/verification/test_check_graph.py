@@ -59,16 +59,18 @@ def script(events: Path, name: str, peer: str = "-", *, fail: bool = False) -> s
 
 def monorepo(events: Path, *, failing_build: bool = False, root_build: bool = False) -> Files:
     """npm workspaces: b depends on a, whose entry point is its build output; c and d are
-    independent of everything."""
+    independent of everything. With `root_build`, the root's build and a's each wait a while
+    for the other to start: they overlap unless something keeps them apart."""
     root: dict[str, object] = {"name": "root", "private": True, "workspaces": ["packages/*"]}
     if root_build:
         root["scripts"] = {"build": f"node mark.js {events} root-build ~a-build"}
+    a_peer = "~root-build" if root_build else "-"
     return {
         "package.json": package_json(root),
         "mark.js": MARK,
         "packages/a/package.json": package_json({
             "name": "@t/a", "version": "1.0.0", "main": "dist/index.js",
-            "scripts": {"build": script(events, "a-build", fail=failing_build)},
+            "scripts": {"build": script(events, "a-build", a_peer, fail=failing_build)},
         }),
         "packages/a/src/index.js": "module.exports = 42;\n",
         "packages/b/package.json": package_json({
@@ -164,6 +166,31 @@ def test_independent_checks_run_at_once(
     assert [r.status for r in results] == ["passed", "passed"], [r.log for r in results]
 
 
+def test_builds_of_folders_sharing_a_name_prefix_run_at_once(
+    make_repo: Callable[[Files], Path], events: Path
+) -> None:
+    """packages/web and packages/web-ui are different folders: neither build waits."""
+    def package(name: str, peer: str) -> str:
+        return package_json({"name": f"@t/{name}",
+                             "scripts": {"build": script(events, f"{name}-build", peer)}})
+
+    repo = make_repo({
+        "package.json": package_json({"name": "root", "workspaces": ["packages/*"]}),
+        "mark.js": MARK,
+        "packages/web/package.json": package("web", "web-ui-build"),
+        "packages/web/src/index.js": "module.exports = 1;\n",
+        "packages/web-ui/package.json": package("web-ui", "web-build"),
+        "packages/web-ui/src/index.js": "module.exports = 2;\n",
+    })
+    plan = plan_for(repo, "packages/web/src/index.js", "packages/web-ui/src/index.js")
+    assert {c.key: (c.writes, c.needs) for c in plan.checks} == {
+        "packages/web:node-build": (("packages/web",), ()),
+        "packages/web-ui:node-build": (("packages/web-ui",), ())}
+    # Each waits (in its own process) until the other has started: both pass only together.
+    results = execute_plan(plan, repo)
+    assert [r.status for r in results] == ["passed", "passed"], [r.log for r in results]
+
+
 def test_configured_needs_order_checks_and_a_failure_skips_the_rest(
     make_repo: Callable[[Files], Path], events: Path
 ) -> None:
@@ -180,13 +207,18 @@ verify:
     - id: report
       run: node mark.js {events} report
       needs: [check]
+    - id: publish
+      run: node mark.js {events} publish
+      needs: [report]
 """, RepositoryConfig).verify
     plan = build_plan(["src/x.txt"], GitTree.discover(repo), config)
     assert {c.key: c.needs for c in plan.checks} == {
-        "gen": (), "check": ("gen",), "report": ("check",)}
+        "gen": (), "check": ("gen",), "report": ("check",), "publish": ("report",)}
     results = {r.key: r for r in execute_plan(plan, repo)}
-    assert [results[k].status for k in ("gen", "check", "report")] == [
-        "passed", "failed", "skipped"]
+    assert [results[k].status for k in ("gen", "check", "report", "publish")] == [
+        "passed", "failed", "skipped", "skipped"]
+    # A skipped check did not pass either: what needs it is skipped in turn, naming it.
+    assert results["publish"].reason == "it needs 'report', which did not pass (skipped)"
     assert markers(events) == ["start gen", "end gen", "start check", "end check"]
 
 
