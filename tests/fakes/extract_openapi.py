@@ -26,6 +26,7 @@ OPERATIONS: tuple[tuple[str, str], ...] = (
     ("get", "/app"),
     ("get", "/repos/{owner}/{repo}/installation"),
     ("post", "/app/installations/{installation_id}/access_tokens"),
+    ("post", "/app-manifests/{code}/conversions"),
     ("get", "/repos/{owner}/{repo}"),
     ("get", "/repos/{owner}/{repo}/issues/{issue_number}"),
     ("get", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),

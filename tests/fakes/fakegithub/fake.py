@@ -16,7 +16,8 @@ recorded nor subject to faults. Readers return copies taken under the lock.
 
 Sign-in with GitHub (the OAuth web flow on github.com's pages, and ``GET /user``) is served
 by ``fake.oauth`` (``oauth.py``): ``fake.oauth.add_client(client_id=..., client_secret=...,
-callback_url=...)``, then ``fake.oauth.sign_in_browser("alice")`` says who approves.
+callback_url=...)``, then ``fake.oauth.sign_in_browser("alice")`` says who approves. The same
+browser creates Apps from manifests posted to ``/settings/apps/new`` (``manifests.py``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from . import gitdata
 from .auth import Principal
 from .clock import Clock
 from .faults import Fault, FaultTable, Injection
+from .manifests import ManifestWeb
 from .oauth import OAuthWeb
 from .openapi import Spec, load_spec
 from .pipeline import Outcome, Pipeline, RawRequest
@@ -92,6 +94,8 @@ class FakeGitHub:
         self.spec = spec or load_spec()
         # github.com's OAuth web flow and GET /user, outside the OpenAPI subset (oauth.py).
         self.oauth = OAuthWeb(self.world, self.recorder)
+        # The App manifest flow's page on github.com (manifests.py), for whoever is signed in.
+        self.manifests = ManifestWeb(self.world, self.recorder, self.oauth)
         self._host = host
         self._http: HttpServer | None = None
         self._pipeline: Pipeline | None = None
@@ -129,7 +133,7 @@ class FakeGitHub:
     def _handle(self, raw: RawRequest) -> Outcome:
         if self._pipeline is None:
             raise RuntimeError("request before start()")
-        web = self.oauth.handle(raw, links=self._pipeline.links)
+        web = self.oauth.handle(raw, links=self._pipeline.links) or self.manifests.handle(raw)
         return web if web is not None else self._pipeline.handle(raw)
 
     @property
@@ -373,6 +377,18 @@ class FakeGitHub:
             raise ValueError(f"role must be one of {sorted(ROLE_PERMISSION)}, got {role!r}")
         with self.world.lock:
             self._repo(owner, repo).roles[login.lower()] = (self.world.user(login), role)
+
+    def create_organization(self, login: str) -> None:
+        """An organization, for Apps registered as its own (``manifests.py``)."""
+        self.world.user(login, type="Organization")
+
+    def app(self, slug: str) -> App:
+        """The App named ``slug`` (seeded, or created from a manifest); KeyError if none."""
+        with self.world.lock:
+            for app in self.world.apps.values():
+                if app.slug == slug:
+                    return _snapshot(app)
+        raise KeyError(f"no App {slug!r}")
 
     def mark_missing_user(self, login: str) -> None:
         """Make ``login`` an account GitHub does not know (the permission endpoint says 404)."""

@@ -37,19 +37,12 @@ from .pipeline import Outcome, RawRequest
 from .recording import Recorder
 from .render.accounts import render_user
 from .render.links import Links
-from .state import AuthKind, Token, User, World
+from .state import AuthKind, OAuthClient, Token, User, World
 
 AUTHORIZE, ACCESS_TOKEN, USER = "/login/oauth/authorize", "/login/oauth/access_token", "/user"
 CODE_LIFETIME = 600  # seconds a code may be traded for a token
 TOKEN_LIFETIME = 8 * 3600  # seconds a user token lasts (GitHub's expiring user tokens)
 _OAUTH_DOCS = "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors"
-
-
-@dataclass(frozen=True)
-class OAuthClient:
-    client_id: str
-    client_secret: str
-    callback_url: str
 
 
 @dataclass
@@ -67,7 +60,6 @@ class OAuthWeb:
     def __init__(self, world: World, recorder: Recorder) -> None:
         self.world = world
         self.recorder = recorder
-        self._clients: dict[str, OAuthClient] = {}
         self._grants: dict[str, _Grant] = {}
         self._browser: str | None = None
         self._deny = False
@@ -77,7 +69,8 @@ class OAuthWeb:
     def add_client(self, *, client_id: str, client_secret: str, callback_url: str) -> None:
         """An App's OAuth client, sending users back under ``callback_url``."""
         with self.world.lock:
-            self._clients[client_id] = OAuthClient(client_id, client_secret, callback_url)
+            self.world.oauth_clients[client_id] = OAuthClient(client_id, client_secret,
+                                                              callback_url)
 
     def sign_in_browser(self, login: str | None, *, deny: bool = False) -> None:
         """Who github.com thinks the browser is (None: nobody), and whether they deny the
@@ -86,6 +79,11 @@ class OAuthWeb:
             if login is not None:
                 self.world.user(login)
             self._browser, self._deny = login, deny
+
+    @property
+    def browser(self) -> str | None:
+        """Who github.com thinks the browser is (None: nobody signed in)."""
+        return self._browser
 
     # -- serving ---------------------------------------------------------------------------
 
@@ -100,7 +98,7 @@ class OAuthWeb:
             return None
         operation, handler = route
         query = dict(parse_qsl(split.query, keep_blank_values=True))
-        call = self.recorder.start(raw.method, split.path, query, _form(raw))
+        call = self.recorder.start(raw.method, split.path, query, form_fields(raw))
         call.operation_id = call.template = operation
         with self.world.lock:
             outcome = handler(raw, query, links)
@@ -109,30 +107,31 @@ class OAuthWeb:
         return outcome
 
     def _authorize(self, raw: RawRequest, query: dict[str, str], links: Links) -> Outcome:
-        client = self._clients.get(query.get("client_id", ""))
+        client = self.world.oauth_clients.get(query.get("client_id", ""))
         if client is None:
-            return _html(404, "<h1>404</h1><p>This is not the web page you are looking for.</p>")
+            return html_page(404, "<h1>404</h1><p>This is not the web page you are looking"
+                                  " for.</p>")
         redirect = query.get("redirect_uri") or client.callback_url
         state = query.get("state", "")
         if not _under(redirect, client.callback_url):
-            return _redirect(client.callback_url, error="redirect_uri_mismatch",
+            return redirect_to(client.callback_url, error="redirect_uri_mismatch",
                              error_description="The redirect_uri MUST match the registered"
                              " callback URL for this application.", state=state)
         if self._browser is None:
-            return _html(200, "<h1>Sign in to GitHub</h1><form><input name=login></form>")
+            return html_page(200, "<h1>Sign in to GitHub</h1><form><input name=login></form>")
         if self._deny:
-            return _redirect(redirect, error="access_denied",
+            return redirect_to(redirect, error="access_denied",
                              error_description="The user has denied your application access.",
                              state=state)
         code = secrets.token_hex(10)
         self._grants[code] = _Grant(client.client_id, redirect, self.world.user(self._browser),
                                     self.world.clock.now() + CODE_LIFETIME)
-        return _redirect(redirect, code=code, state=state)
+        return redirect_to(redirect, code=code, state=state)
 
     def _access_token(self, raw: RawRequest, query: dict[str, str], links: Links) -> Outcome:
-        given = {**query, **_form(raw)}
+        given = {**query, **form_fields(raw)}
         wants_json = "application/json" in raw.headers.get("accept", "")
-        client = self._clients.get(str(given.get("client_id", "")))
+        client = self.world.oauth_clients.get(str(given.get("client_id", "")))
         if client is None or given.get("client_secret") != client.client_secret:
             return _oauth_error(wants_json, "incorrect_client_credentials",
                                 "The client_id and/or client_secret passed are incorrect.")
@@ -177,7 +176,7 @@ class OAuthWeb:
         return _json(200, user)
 
 
-def _form(raw: RawRequest) -> dict[str, str]:
+def form_fields(raw: RawRequest) -> dict[str, str]:
     if not raw.body:
         return {}
     text = raw.body.decode(errors="replace")
@@ -199,13 +198,13 @@ def _under(redirect: str, callback: str) -> bool:
     return given.path == base or given.path.startswith(base + "/") or not base
 
 
-def _redirect(location: str, **params: str) -> Outcome:
+def redirect_to(location: str, **params: str) -> Outcome:
     separator = "&" if urlsplit(location).query else "?"
     return Outcome(302, {"location": f"{location}{separator}{urlencode(params)}",
                          "content-type": "text/html; charset=utf-8"}, b"")
 
 
-def _html(status: int, body: str) -> Outcome:
+def html_page(status: int, body: str) -> Outcome:
     return Outcome(status, {"content-type": "text/html; charset=utf-8"}, body.encode())
 
 
@@ -226,4 +225,5 @@ def _oauth_error(wants_json: bool, error: str, description: str) -> Outcome:
                                 "error_uri": f"{_OAUTH_DOCS}#{error.replace('_', '-')}"})
 
 
-__all__ = ["ACCESS_TOKEN", "AUTHORIZE", "USER", "OAuthClient", "OAuthWeb"]
+__all__ = ["ACCESS_TOKEN", "AUTHORIZE", "USER", "OAuthClient", "OAuthWeb", "form_fields",
+           "html_page", "redirect_to"]

@@ -244,7 +244,7 @@ class Pipeline:
             rest = path.split("/", 4)[4] if path.count("/") >= 4 else ""
             link_path = f"/repositories/{repo.id}" + (f"/{rest}" if rest else "")
         writes = raw.method != "GET" or route.operation_id == "graphql"
-        if principal.kind is AuthKind.ANONYMOUS and writes:
+        if principal.kind is AuthKind.ANONYMOUS and writes and not route.anonymous:
             raise ApiError(401, route.unauthenticated, documentation_url=REST_DOCS)
         granted = any(principal.may(resource, level) for resource, level in route.permissions)
         if route.permissions and principal.token is not None and not granted:

@@ -100,6 +100,28 @@ class Token:
     installation_id: int | None = None
 
 
+@dataclass(frozen=True)
+class OAuthClient:
+    """An App's OAuth client: sign-in with GitHub sends users back under ``callback_url``."""
+
+    client_id: str
+    client_secret: str
+    callback_url: str
+
+
+@dataclass
+class ManifestCode:
+    """An App someone created from a manifest on GitHub's page, whose credentials wait to be
+    fetched once, within the hour, with the code GitHub sent to the manifest's redirect URL."""
+
+    app: App
+    pem: str
+    webhook_secret: str | None
+    client: OAuthClient
+    expires_at: float
+    used: bool = False
+
+
 @dataclass
 class Label:
     id: int
@@ -248,6 +270,8 @@ class World:
         self.tokens: dict[str, Token] = {}
         self.repos: dict[str, Repo] = {}
         self.missing_users: set[str] = set()  # logins that are not GitHub users at all
+        self.oauth_clients: dict[str, OAuthClient] = {}  # client id -> its App's OAuth client
+        self.manifest_codes: dict[str, ManifestCode] = {}  # code -> the App created with it
         self._next_id = 1000
 
     def next_id(self) -> int:

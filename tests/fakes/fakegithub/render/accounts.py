@@ -35,13 +35,18 @@ def render_user(user: User, links: Links) -> dict[str, Any]:
     }
 
 
+def client_id_of(app: App) -> str:
+    """The App's OAuth client id (GitHub's ``Iv23li...`` shape)."""
+    return f"Iv23li{app.id:014d}"
+
+
 def render_app(app: App, links: Links) -> dict[str, Any]:
     """``integration``: ``GET /app``, a check run's ``app``, ``performed_via_github_app``."""
     return {
         "id": app.id,
         "slug": app.slug,
         "node_id": app.bot.node_id.replace("BOT_", "A_", 1),
-        "client_id": f"Iv23li{app.id:014d}",
+        "client_id": client_id_of(app),
         "owner": render_user(app.owner, links),
         "name": app.name,
         "description": "",
@@ -71,7 +76,7 @@ def render_installation(installation: Installation, app: App, links: Links) -> d
         "html_url": settings,
         "app_id": app.id,
         "app_slug": app.slug,
-        "client_id": f"Iv23li{app.id:014d}",
+        "client_id": client_id_of(app),
         "target_id": account.id,
         "target_type": account.type,
         "permissions": dict(installation.permissions),

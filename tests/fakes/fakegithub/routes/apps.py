@@ -1,4 +1,5 @@
-"""The App's own endpoints (JWT): who am I, where am I installed, mint an installation token."""
+"""The App's own endpoints (JWT): who am I, where am I installed, mint an installation token;
+and the manifest flow's code exchange, which needs no credentials (the code is one)."""
 
 from __future__ import annotations
 
@@ -90,6 +91,19 @@ def create_installation_access_token(request: Request) -> Reply:
     return Reply(201, reply)
 
 
+def create_from_manifest(request: Request) -> Reply:
+    """The App a manifest created (``manifests.py``) with its private key, webhook secret and
+    OAuth client: once per code, within the hour; otherwise 404, as for a code never issued."""
+    code = request.world.manifest_codes.get(request.params["code"])
+    if code is None or code.used or code.expires_at <= request.now:
+        raise not_found()
+    code.used = True
+    return Reply(201, {**render_app(code.app, request.links), "pem": code.pem,
+                       "webhook_secret": code.webhook_secret,
+                       "client_id": code.client.client_id,
+                       "client_secret": code.client.client_secret})
+
+
 ROUTES = (
     Route("apps/get-authenticated", get_authenticated, app_endpoint=True),
     Route("apps/get-repo-installation", get_repo_installation, app_endpoint=True),
@@ -98,4 +112,5 @@ ROUTES = (
         create_installation_access_token,
         app_endpoint=True,
     ),
+    Route("apps/create-from-manifest", create_from_manifest, anonymous=True),
 )

@@ -73,6 +73,7 @@ class Route:
     ``permissions``: App permissions of which the token must hold at least one, each
     ``(resource, level)``; empty means any caller that can see the repository.
     ``unauthenticated``: GitHub's 401 message for a write without credentials.
+    ``anonymous``: a write anyone may send without credentials (what it needs is in the path).
     """
 
     operation_id: str
@@ -80,6 +81,7 @@ class Route:
     app_endpoint: bool = False
     permissions: tuple[tuple[str, str], ...] = ()
     unauthenticated: str = "Requires authentication"
+    anonymous: bool = False
 
 
 def paginate(request: Request, items: Sequence[T]) -> tuple[list[T], dict[str, str]]:
