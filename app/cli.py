@@ -29,6 +29,7 @@ from runner.signal_payloads import (
     ApproveDiff,
     RaiseBudget,
     RequestChanges,
+    Retry,
     SignalPayload,
 )
 from runner.status import read_status
@@ -115,8 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
                               help="send the spec back with feedback")
     feedback.add_argument("--message", required=True)
 
-    _signal_parser(sub, SignalKind.RETRY, what="retry",
-                   help="take a failed or stopped run's step up again")
+    retry = _signal_parser(sub, SignalKind.RETRY, what="retry",
+                           help="take a failed or stopped run's step up again")
+    retry_agent = retry.add_mutually_exclusive_group()
+    retry_agent.add_argument("--agent-command",
+                             help="take the step up with this agent command template instead"
+                                  " (a run whose agent could not start)")
+    retry_agent.add_argument("--agent", choices=sorted(PRESETS),
+                             help="take the step up with this preset's agent instead")
 
     _signal_parser(
         sub, SignalKind.VERIFY_AGAIN, what="request",
@@ -259,11 +266,13 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
     store = _store(settings)
     engine = _engine(store, settings, json_output=args.json)
+    ended_before = is_end(store.get_run(args.run_id).state)
     # An ended run may still have effects to send; driving it sends them and returns.
     run = engine.drive(args.run_id)
-    if is_end(run.state):
-        print(f"run {run.id} has already ended: {run.state.value}"
-              + (f" ({run.reason})" if run.reason else ""))
+    if ended_before:
+        _announce(f"{run.id}: had already ended ({run.state.value}"
+                  + (f": {run.reason}" if run.reason else "") + "); resume changed nothing",
+                  args.json)
         return _finish(store, settings, run, args.json, announce=False)
     return _finish(store, settings, run, args.json)
 
@@ -285,6 +294,13 @@ def cmd_signal(args: argparse.Namespace, settings: Settings) -> int:
         except BadRaise as exc:
             return _error(f"--add {args.add}: {exc}", EXIT_USAGE)
         payload = RaiseBudget(amount=args.add)
+    elif kind is SignalKind.RETRY and (args.agent_command or args.agent):
+        # Checked here as `run` checks it: a template that parses, a preset installed.
+        from runner.intake import check_agent
+
+        agent = check_agent(args.agent_command, args.agent,
+                            path=settings.engine_settings().environ.get("PATH"))
+        payload = Retry(agent_command=agent.command, agent=agent.preset)
     return _signal(args, settings, kind, payload)
 
 

@@ -26,6 +26,9 @@ class CommandLineWords:
     def retry(self, run_id: str) -> str:
         return f"ratchet retry {run_id}"
 
+    def retry_with_agent(self, run_id: str) -> str:
+        return f"ratchet retry {run_id} --agent-command TEMPLATE"
+
     def cancel(self, run_id: str) -> str:
         return f"ratchet cancel {run_id}"
 

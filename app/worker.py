@@ -68,8 +68,8 @@ def run_worker(settings: Settings, *, processes: int, threads: int) -> int:
 def enqueue_run(settings: Settings, run_id: str) -> str:
     """Send a wake-up for ``run_id``; returns a sentence saying who will run it."""
     if not settings.broker_url:
-        return (f"run {run_id} is queued in the ledger; a running `ratchet serve` (in-process"
-                " worker and reaper) picks it up")
+        return (f"run {run_id} is queued in the ledger: a running `ratchet serve` on this"
+                f" ledger picks it up within seconds, or `ratchet resume {run_id}` runs it here")
     wakeups = build_wakeups(settings, reaper=False)
     try:
         wakeups.enqueue(run_id)

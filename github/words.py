@@ -30,6 +30,9 @@ class GitHubWords:
     def retry(self, run_id: str) -> str:
         return f"{COMMAND} retry"
 
+    def retry_with_agent(self, run_id: str) -> str:
+        return ""  # what a run executes is the operator's to choose, never a comment's
+
     def cancel(self, run_id: str) -> str:
         return f"{COMMAND} cancel"
 

@@ -20,7 +20,7 @@ from runner.agents.base import Agent
 from runner.agents.configured import agent_of
 from runner.agents.presets import preset
 from runner.effects import EffectExecutor
-from runner.errors import DeterministicFailure
+from runner.errors import AGENT_DID_NOT_START, DeterministicFailure
 from runner.intake import cancel_now, create_local_run, local_signal, send_signal
 from runner.ledger.records import NewSignal, Run, Signal
 from runner.ledger.store import Store
@@ -111,6 +111,7 @@ class Engine:
             return agent_of(self.settings, preset=preset(name))
         if not command:
             raise DeterministicFailure(
-                f"run {run.id} has no agent command; give it one, then retry the run"
+                f"run {run.id} has no agent command; retry the run with one",
+                evidence={"cause": AGENT_DID_NOT_START},
             )
         return agent_of(self.settings, command=command)

@@ -56,6 +56,11 @@ class ProviderUnavailable(TransientFailure):
     ``Limits.max_provider_retries`` times in a row (``runner.decisions``)."""
 
 
+# ``evidence["cause"]`` of a step whose agent command could not start (missing, not executable,
+# no command at all): retrying helps only with another agent (``ratchet retry --agent-command``).
+AGENT_DID_NOT_START = "agent_did_not_start"
+
+
 class DeterministicFailure(StepFailure):
     """Retrying gives the same answer: a non-zero agent exit, a 4xx validation error."""
 

@@ -39,7 +39,8 @@ from runner.names import (
     SignalStatus,
     StepId,
 )
-from runner.signal_payloads import RequestChanges
+from runner.origin import AgentChoice, Origin
+from runner.signal_payloads import RequestChanges, Retry
 from runner.signals import Verdict
 from runner.views import RunStatus
 from runner.workflow import Outcome, transition
@@ -241,8 +242,11 @@ def acceptance(run: Run, signal: Signal, outcome: Outcome, *, spec_sha256: str |
                                data={"message": message, "by": signal.author,
                                      "spec": spec_sha256}))
     else:
-        events.append(NewEvent(EventType.RUN_RESUMED, step=run.step,
-                               data={"by": signal.author, "to": target.value}))
+        resumed: dict[str, Any] = {"by": signal.author, "to": target.value}
+        origin = _with_new_agent(run, signal)
+        if origin is not None:
+            resumed["agent"] = origin.agent.model_dump(exclude_none=True)
+        events.append(NewEvent(EventType.RUN_RESUMED, step=run.step, data=resumed))
     if checkpoint is not None:
         taken.append(checkpoint.step)
     step = str(StepId.next_for(target.value, taken))
@@ -251,4 +255,15 @@ def acceptance(run: Run, signal: Signal, outcome: Outcome, *, spec_sha256: str |
         version=run.version, state=target, step=step, attempt=1, events=tuple(events),
         checkpoint=checkpoint, artifacts=artifacts,
         effects=tuple(e.intent() for e in effects), signal=decision,
+        origin=_with_new_agent(run, signal),
     ), taken
+
+
+def _with_new_agent(run: Run, signal: Signal) -> Origin | None:
+    """The run's origin with the agent a retry gives it; None when the retry gives none."""
+    payload = signal.payload
+    if signal.kind is not SignalKind.RETRY or not isinstance(payload, Retry) or not (
+            payload.changes_agent):
+        return None
+    agent = AgentChoice(command=payload.agent_command, preset=payload.agent)
+    return run.origin.model_copy(update={"agent": agent})

@@ -1,6 +1,6 @@
 """What a signal carries, typed per kind: approving a spec or a diff its hash, request changes
-a message, a budget raise an amount, a cancel its reason; retry, verify again and status carry
-no argument.
+a message, a budget raise an amount, a cancel its reason, a retry (from this host's CLI only)
+the agent to take the step up with; verify again and status carry no argument.
 
 Every payload may also name where on a forge the signal came from, so that its answer goes
 there: the ``/ratchet`` comment (replies and reactions), the review that requested changes, the
@@ -61,6 +61,18 @@ class RaiseBudget(SignalPayload):
     amount: str  # "+1", "$1", "30m", "2h", "3runs" (runner.budget.parse_raise)
 
 
+class Retry(SignalPayload):
+    """A retry; the operator at the CLI may give the run another agent with it (a run whose
+    agent command could not start is retried with one that does)."""
+
+    agent_command: str | None = None  # a command template (runner.agents.command)
+    agent: str | None = None  # a preset's name (runner.agents.presets)
+
+    @property
+    def changes_agent(self) -> bool:
+        return bool(self.agent_command or self.agent)
+
+
 class Cancel(SignalPayload):
     reason: str | None = None  # why, when the source says (a label removed, the issue closed)
 
@@ -72,7 +84,7 @@ PAYLOADS: dict[SignalKind, type[SignalPayload]] = {
     SignalKind.REQUEST_CHANGES: RequestChanges,
     SignalKind.BUDGET: RaiseBudget,
     SignalKind.CANCEL: Cancel,
-    SignalKind.RETRY: SignalPayload,
+    SignalKind.RETRY: Retry,
     SignalKind.VERIFY_AGAIN: SignalPayload,
     SignalKind.STATUS: SignalPayload,
 }

@@ -23,7 +23,7 @@ from runner.budget import BadRaise, Limit, parse_raise
 from runner.ledger.records import Event, Run, Signal
 from runner.names import LOCAL_ORIGIN, EventType, SignalKind, StepId
 from runner.protected import MIN_DIFF_PREFIX, matches_diff
-from runner.signal_payloads import Approve, ApproveDiff, RaiseBudget, RequestChanges
+from runner.signal_payloads import Approve, ApproveDiff, RaiseBudget, RequestChanges, Retry
 from runner.workflow import Outcome, State, is_end, is_stopped
 
 # Every text that names the spec's hash gives its first 12 characters; a shorter prefix is too
@@ -151,6 +151,11 @@ def decide_signal(
                            min=MIN_DIFF_PREFIX)
         return Verdict(True, Outcome.DIFF_APPROVED)
     if kind is SignalKind.RETRY:
+        if (isinstance(signal.payload, Retry) and signal.payload.changes_agent
+                and signal.origin != LOCAL_ORIGIN):
+            # What a run executes is the operator's to choose, never a commenter's.
+            return _refuse(Refusal.NOT_PERMITTED, author=signal.author,
+                           detail="only the operator at this host's CLI may change a run's agent")
         if not is_stopped(run.state):
             return _refuse(Refusal.NOTHING_TO_RETRY, state=run.state.value)
         return Verdict(True, Outcome.RETRIED)

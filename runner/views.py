@@ -36,7 +36,7 @@ class NextActionKind(StrEnum):
     REVIEW_DIFF = "review_diff"  # params: reason, diff_sha256
     HUMAN_DECISION = "human_decision"  # params: reason, step
     RAISE_BUDGET = "raise_budget"  # params: reason, step, limit, raise (a suggested amount)
-    FIX_AND_RETRY = "fix_and_retry"  # params: reason, step
+    FIX_AND_RETRY = "fix_and_retry"  # params: reason, step, agent (True: it did not start)
 
 
 @dataclass(frozen=True)
@@ -53,10 +53,11 @@ class NextAction:
 def next_action(run: Run, effects: list[Effect], *, spec_sha256: str | None,
                 now: float, pending_signals: int = 0,
                 budget_stop: Mapping[str, Any] | None = None,
-                answering: bool = False) -> NextAction:
+                answering: bool = False, agent_did_not_start: bool = False) -> NextAction:
     """What should happen next, from the ledger alone (``budget_stop``: the exhaustion that
     stopped the run, when its budget did; ``answering``: asked by the lease holder answering a
-    status request, whose own lease is nobody to wait for)."""
+    status request, whose own lease is nobody to wait for; ``agent_did_not_start``: the
+    failure was the run's agent command not starting)."""
     unsent = sum(1 for e in effects if e.status is EffectStatus.INTENDED)
     if run.lease_live(now) and not answering:
         return NextAction(NextActionKind.WAIT_FOR_HOLDER, {
@@ -81,7 +82,9 @@ def next_action(run: Run, effects: list[Effect], *, spec_sha256: str | None,
     if run.state is State.NEEDS_HUMAN:
         return NextAction(NextActionKind.HUMAN_DECISION, {"reason": run.reason, "step": run.step})
     if run.state is State.FAILED:
-        return NextAction(NextActionKind.FIX_AND_RETRY, {"reason": run.reason, "step": run.step})
+        return NextAction(NextActionKind.FIX_AND_RETRY, {
+            "reason": run.reason, "step": run.step,
+            **({"agent": True} if agent_did_not_start else {})})
     assert is_runnable(run.state)
     if run.ready_at is not None and run.ready_at > now:
         return NextAction(NextActionKind.WAIT_FOR_RETRY, {"step": run.step, "at": run.ready_at})
@@ -135,6 +138,7 @@ def describe(
     spec_sha256: str | None, now: float, problems: list[str] | None = None,
     usage: dict[str, Any] | None = None, budget_stop: Mapping[str, Any] | None = None,
     subagents: Sequence[Mapping[str, Any]] = (), answering: str | None = None,
+    agent_did_not_start: bool = False,
 ) -> RunStatus:
     """The run's status; ``answering``: the id of the status request this answers (its
     answerer holds the lease and the request itself is pending: neither is what the run
@@ -149,7 +153,8 @@ def describe(
         attempt=run.attempt, completed_steps=completed, effects=[e.to_dict() for e in effects],
         next_action=next_action(run, effects, spec_sha256=spec_sha256, now=now,
                                 pending_signals=len(pending), budget_stop=budget_stop,
-                                answering=answering is not None),
+                                answering=answering is not None,
+                                agent_did_not_start=agent_did_not_start),
         reason=run.reason, lease=lease, head_revision=run.head_revision,
         spec_sha256=spec_sha256,
         pending_signals=[s.to_dict() for s in pending],

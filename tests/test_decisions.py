@@ -17,7 +17,7 @@ from runner.errors import (
 )
 from runner.ledger.records import Checkpoint, Event, Run, Signal
 from runner.names import EventType, SignalKind, SignalStatus
-from runner.origin import LocalOrigin
+from runner.origin import AgentChoice, LocalOrigin
 from runner.redact import Redactor
 from runner.render import render_reply, render_tracking, say_next_action
 from runner.signal_payloads import Approve, CommentRef, SignalPayload, read_payload
@@ -58,6 +58,9 @@ class Words:
 
     def retry(self, run_id: str) -> str:
         return "/retry"
+
+    def retry_with_agent(self, run_id: str) -> str:
+        return "/retry --agent-command TEMPLATE"
 
     def cancel(self, run_id: str) -> str:
         return "/cancel"
@@ -347,3 +350,38 @@ def test_every_waiting_state_says_who_the_run_waits_for(run, budget, waits_for) 
     action = next_action(run, [], spec_sha256=SPEC, now=NOW, budget_stop=budget)
     said = say_next_action(action.to_dict(), "r1", Words())
     assert "the run waits for" in said and waits_for in said, said
+
+
+def test_a_retry_gives_the_run_another_agent_only_from_this_hosts_cli():
+    failed = run_in(State.FAILED, "research.1", reason="cannot start agent command 'nope'",
+                    origin=LocalOrigin(agent=AgentChoice(command="nope {prompt}")))
+    retry = signal(SignalKind.RETRY, agent_command="claude -p {prompt}")
+    verdict = decide_signal(failed, retry, authorization=ALLOWED, spec_sha256=None,
+                            has_tree=False)
+    assert verdict.outcome is Outcome.RETRIED
+    change, _ = inbox.acceptance(failed, retry, Outcome.RETRIED, spec_sha256=None,
+                                 history=[Checkpoint("r1", "queued.1", 1, {}, {})], effects=())
+    assert change.origin is not None and change.origin.agent == AgentChoice(
+        command="claude -p {prompt}")
+    [resumed] = [e for e in change.events if e.type == EventType.RUN_RESUMED]
+    assert resumed.data["agent"] == {"command": "claude -p {prompt}"}
+    # A plain retry keeps the run's agent.
+    plain, _ = inbox.acceptance(failed, signal(SignalKind.RETRY), Outcome.RETRIED,
+                                spec_sha256=None, history=[], effects=())
+    assert plain.origin is None
+    # From a forge (whoever wrote it), what a run executes is never changed.
+    from_github = replace(retry, origin="github")
+    refused = decide_signal(failed, from_github, authorization=ALLOWED, spec_sha256=None,
+                            has_tree=False)
+    assert refused.refusal is Refusal.NOT_PERMITTED and "CLI" in refused.params["detail"]
+
+
+def test_a_failure_of_an_agent_that_did_not_start_says_to_retry_with_another_agent():
+    failed = run_in(State.FAILED, "research.1", reason="cannot start agent command 'nope'")
+    action = next_action(failed, [], spec_sha256=None, now=NOW, agent_did_not_start=True)
+    said = say_next_action(action.to_dict(), "r1", Words())
+    assert "/retry --agent-command TEMPLATE" in said and "make its agent start" in said
+    # Elsewhere (a forge's words name no agent), or for another failure: fix it, then retry.
+    plain = say_next_action(next_action(failed, [], spec_sha256=None, now=NOW).to_dict(), "r1",
+                            Words())
+    assert "--agent-command" not in plain and "fix the cause of its failure" in plain

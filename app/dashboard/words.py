@@ -23,6 +23,9 @@ class WebWords:
     def retry(self, run_id: str) -> str:
         return "Retry"
 
+    def retry_with_agent(self, run_id: str) -> str:
+        return CLI_WORDS.retry_with_agent(run_id)  # the operator's: no button chooses an agent
+
     def cancel(self, run_id: str) -> str:
         return "Cancel run"
 

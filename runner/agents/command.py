@@ -49,6 +49,7 @@ from runner.agents.presets import Preset
 from runner.agents.provider import Trouble
 from runner.egress import Egress, egress
 from runner.errors import (
+    AGENT_DID_NOT_START,
     AgentIdle,
     AgentTimedOut,
     AgentUnauthorized,
@@ -448,7 +449,8 @@ class CommandAgent:
             raise DeterministicFailure(
                 f"cannot start agent command {argv[0]!r} from template {template!r}: not "
                 f"found on the agent's PATH; {self.install_hint or _start_hint(None)}",
-                evidence={"command": argv[0], "template": template},
+                evidence={"command": argv[0], "template": template,
+                          "cause": AGENT_DID_NOT_START},
             )
         task.output_dir.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
@@ -485,7 +487,8 @@ class CommandAgent:
                 f"in {str(task.worktree)!r}: {exc.strerror or exc}"
                 f"{f' ({exc.filename})' if exc.filename else ''};"
                 f" {self._hint(exc)}",
-                evidence={"command": argv[0], "template": template},
+                evidence={"command": argv[0], "template": template,
+                          "cause": AGENT_DID_NOT_START},
             ) from exc
         finally:
             if prompt is not None:
@@ -767,4 +770,4 @@ def _describe_exit(returncode: int) -> str:
 def _start_hint(exc: OSError | None) -> str:
     if exc is not None and exc.errno == errno.E2BIG:
         return "the prompt is too long for a command-line argument: use {prompt_file} instead"
-    return "install the command or fix the run's agent command template"
+    return "install the command, or retry the run with another agent command"

@@ -244,6 +244,7 @@ class Change:
     base_revision: str | None = None  # set once, when a run created without one resolves it
     effects: tuple[EffectIntent, ...] = ()  # the outbox: applied after this commits
     signal: SignalDecision | None = None  # the signal this change answers
+    origin: Origin | None = None  # the run's new origin (a retry giving it another agent)
 
 
 @dataclass(frozen=True)

@@ -477,11 +477,12 @@ class SqlStore(ABC):
             "UPDATE runs SET state = ?, step = ?, attempt = ?, step_epoch = ?,"
             " version = version + 1, ready_at = ?, deadline = ?, reason = ?,"
             " head_revision = COALESCE(?, head_revision),"
-            " base_revision = COALESCE(base_revision, ?), updated_at = ?, last_seq = ?"
-            " WHERE id = ? AND version = ?",
+            " base_revision = COALESCE(base_revision, ?), params = COALESCE(?, params),"
+            " updated_at = ?, last_seq = ? WHERE id = ? AND version = ?",
             (
                 change.state.value, change.step, change.attempt, step_epoch, change.ready_at,
-                change.deadline, change.reason, change.head_revision, change.base_revision, at,
+                change.deadline, change.reason, change.head_revision, change.base_revision,
+                None if change.origin is None else json.dumps(change.origin.to_params()), at,
                 last_seq + len(change.events), run.id, run.version,
             ),
         )
@@ -510,6 +511,7 @@ class SqlStore(ABC):
             reason=change.reason,
             head_revision=change.head_revision or run.head_revision,
             base_revision=run.base_revision or change.base_revision,
+            origin=change.origin or run.origin,
             updated_at=at,
         )
 

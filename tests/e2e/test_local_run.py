@@ -143,7 +143,53 @@ def test_unknown_run_and_ended_run(ratchet):
     assert missing.returncode == 2 and "r-nope" in missing.stderr
     run_id, _ = drive_to_done(ratchet)
     again = ratchet("resume", run_id)
-    assert again.returncode == 0 and "already ended: done" in again.stdout
+    assert again.returncode == 0
+    assert again.stdout.strip() == f"{run_id}: had already ended (done); resume changed nothing"
+
+
+def test_a_resume_that_finishes_the_run_says_it_finished_it(ratchet):
+    """A detached approval, then resume: it runs the rest and says the run is done, in one
+    last line; never that it waits or that the run had already ended."""
+    ratchet.create()
+    run_id = ratchet.run_id()
+    detached = ratchet.approve(run_id, "--detach")
+    assert detached.returncode == 0, detached.stderr
+    assert detached.stdout.strip() == (
+        f"run {run_id} is queued in the ledger: a running `ratchet serve` on this ledger picks"
+        f" it up within seconds, or `ratchet resume {run_id}` runs it here")
+    resumed = ratchet("resume", run_id)
+    assert resumed.returncode == 0, resumed.stderr
+    lines = resumed.stdout.strip().splitlines()
+    assert lines[0].startswith(f"{run_id}: awaiting_approval -> implement")
+    head = ratchet.status(run_id)["head_revision"]
+    assert lines[-1] == f"{run_id}: done; next: none: the run is done (published {head})"
+    assert not any("already ended" in line or "waits" in line for line in lines)
+
+
+def test_a_run_whose_agent_does_not_start_is_retried_with_another_agent_command(ratchet):
+    failed = ratchet("run", "--repo", str(ratchet.repo), "--title", "Add calc",
+                     "--agent-command", "no-such-agent -p {prompt}")
+    assert failed.returncode == 1
+    run_id = ratchet.run_id()
+    last = failed.stdout.strip().splitlines()[-1]
+    assert "fix its template" not in last and "agent command template" not in last
+    assert f"`ratchet retry {run_id} --agent-command TEMPLATE`" in last, last
+    assert ratchet.status(run_id)["next_action"]["agent"] is True
+    # A template that does not parse is refused before anything is recorded.
+    bad = ratchet("retry", run_id, "--agent-command", "  ")
+    assert bad.returncode == 2 and ratchet.status(run_id)["state"] == "failed"
+    agent = ratchet.environ()["RATCHET_AGENT_COMMAND"]
+    retried = ratchet("retry", run_id, "--agent-command", agent)
+    assert retried.returncode == 0, retried.stderr
+    status = ratchet.status(run_id)
+    assert status["state"] == "awaiting_approval" and ratchet.agent_runs() == [
+        "research.1", "specify.1"]
+    [resumed] = [e for e in ratchet.events(run_id) if e["type"] == "RUN_RESUMED"]
+    assert resumed["data"]["agent"] == {"command": agent}
+    # The run keeps the agent it was given: the approval's implement step runs it.
+    approved = ratchet.approve(run_id)
+    assert approved.returncode == 0, approved.stderr
+    assert ratchet.status(run_id)["state"] == "done"
 
 
 @pytest.mark.slow
