@@ -21,7 +21,9 @@ class DetectedCheck:
     the Makefile target `lint`), which task graphs name in their `dependsOn`.
     A command that `fans_out` runs its kind in every member (a root `pnpm -r test`, `turbo
     run test`): it is planned for the root's own changes and for members with no such
-    command, not for a member that has one.
+    command, not for a member that has one. `covers` are the folders (or files) relative to
+    the workspace that the tool's config says it checks (mypy's `files`, pyright's
+    `include`): a source change elsewhere in the workspace does not concern it; empty, all.
     """
 
     id: str
@@ -31,3 +33,4 @@ class DetectedCheck:
     tools: frozenset[str] = frozenset()
     task: str | None = None
     fans_out: bool = False
+    covers: tuple[str, ...] = ()

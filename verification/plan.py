@@ -42,7 +42,7 @@ from verification.checks import DetectedCheck
 from verification.config import CheckConfig, VerifyConfig, WorkspaceConfig
 from verification.explain import Explanation, FileCoverage
 from verification.graph import DependencyGraph, build_graph
-from verification.index import RepoIndex, is_workflow_file, join, shapes_plan
+from verification.index import RepoIndex, is_below, is_workflow_file, join, relative, shapes_plan
 from verification.manifests import Manifests, mapping
 from verification.model import Plan, PlannedCheck, PlannedWorkspace, UnverifiedStep, shown
 from verification.node_runner import loads_build_output
@@ -655,12 +655,24 @@ def _concerning(because: dict[str, tuple[str, ...]], workspace: str,
                 ) -> dict[str, tuple[str, ...]]:
     """The reasons that apply to a check run for `workspace`: a file that concerns some
     ecosystems of it only selects those ecosystems' detected checks, a tool's config only
-    the checks running that tool (configured checks run for any file)."""
+    the checks running that tool, a source file outside what the tool's config says it
+    checks (`DetectedCheck.covers`: mypy's `files`) not that tool's check (configured checks
+    run for any file)."""
     if detected is None:
         return because
     return {f: s for f, s in because.items()
             if selection.concerns(workspace, f, detected.ecosystem)
-            and (f not in selection.tools or selection.tools[f].runs_in(detected))}
+            and (f not in selection.tools or selection.tools[f].runs_in(detected))
+            and _covered(f, workspace, detected, selection)}
+
+
+def _covered(file: str, workspace: str, detected: DetectedCheck, selection: Selection) -> bool:
+    """False for a source file of `workspace` that the check's tool is told not to check."""
+    status = selection.files.get(file)
+    if not detected.covers or status is None or status.kind != "code":
+        return True
+    inside = relative(file, workspace)
+    return inside is None or any(is_below(inside, c) for c in detected.covers)
 
 
 def _coverage(changed: list[str], selection: Selection, plan: Plan,

@@ -9,7 +9,9 @@ where the repository uses them, with the repository's own configuration:
 - ruff where configured (`[tool.ruff]`, `ruff.toml`) or depended on; `ruff check .` from the
   workspace, which lints nested projects with their own nearest config (ruff's hierarchy).
 - mypy where configured or depended on; bare `mypy` when `[tool.mypy] files` says what to
-  check, else `mypy .` without the nested workspaces.
+  check (a change outside those files does not concern it), else `mypy .` without the nested
+  workspaces. pyright (or basedpyright) where `pyrightconfig.json` or `[tool.pyright]`
+  declares it, over what its `include` lists.
 - tests only where test files exist outside fixture folders, run by the repository's runner:
   `uv run`/`poetry run pytest`, `tox -e py`, a nox `tests` session, a Makefile `test` target,
   else `python -m pytest`. A pytest section's `testpaths`, `norecursedirs` and `python_files`
@@ -128,13 +130,22 @@ def python_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: M
             re.search(r"^files\s*=", text, re.MULTILINE) for text in (mypy_ini, setup_cfg)
         )
         if files_set:
-            checks.append(DetectedCheck("mypy", "typecheck", f"{runner}mypy", _PY, _MYPY | uv))
+            covers = _mypy_files(mapping(tools.get("mypy")).get("files"), mypy_ini, setup_cfg)
+            checks.append(DetectedCheck("mypy", "typecheck", f"{runner}mypy", _PY, _MYPY | uv,
+                                        covers=covers))
         else:
             excludes = "".join(
                 f" --exclude {shlex.quote('^' + re.escape(n) + '/')}" for n in nested
             )
             checks.append(DetectedCheck("mypy", "typecheck", f"{runner}mypy .{excludes}", _PY,
                                         _MYPY | uv))
+
+    pyright = _pyright_config(workspace, tools, manifests, index)
+    if pyright is not None:
+        name = "basedpyright" if "basedpyright" in tools or (
+            "basedpyright" in dependencies and "pyright" not in dependencies) else "pyright"
+        checks.append(DetectedCheck(name, "typecheck", f"{runner}{name}", _PY,
+                                    frozenset({name, "pyright"}) | uv, covers=pyright))
 
     config = _pytest_config(workspace, pyproject, manifests, index)
     testpaths = config.testpaths
@@ -149,6 +160,46 @@ def python_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: M
                 [] if config.configured else sorted(tests.fixture_dirs.get(workspace, ())))],
         ), _PY, _PYTEST | uv))
     return checks
+
+
+def _mypy_files(files: object, *ini_texts: str) -> tuple[str, ...]:
+    """mypy's `files` as folders: a TOML list or a comma-separated string (the ini form),
+    globs cut at their first wildcard."""
+    if not files:
+        for text in ini_texts:
+            found = re.search(r"^files\s*=\s*(.+(?:\n[ \t]+.+)*)", text, re.MULTILINE)
+            if found is not None:
+                files = found.group(1)
+                break
+    names = strings(files) if isinstance(files, list) else str(files or "").replace(
+        "\n", ",").split(",")
+    return _folders_of(names)
+
+
+def _folders_of(names: list[str]) -> tuple[str, ...]:
+    """Paths a tool is told to check, normalised; a glob up to its first wildcard; "." (or a
+    wildcard at the start) covers everything: no narrowing."""
+    found: list[str] = []
+    for name in names:
+        cut = re.split(r"[*?\[]", name.strip(), maxsplit=1)[0].rstrip("/")
+        path = normpath(cut) if cut else "."
+        if path == ".":
+            return ()
+        found.append(path)
+    return tuple(dict.fromkeys(found))
+
+
+def _pyright_config(workspace: str, tools: Mapping[str, object], manifests: Manifests,
+                    index: RepoIndex) -> tuple[str, ...] | None:
+    """What the workspace's pyright config includes (empty: everything), or None without one
+    (`pyrightconfig.json` wins over `[tool.pyright]`, as pyright reads them)."""
+    if index.has(workspace, "pyrightconfig.json"):
+        config = manifests.json(join(workspace, "pyrightconfig.json"))
+    elif "pyright" in tools or "basedpyright" in tools:
+        config = mapping(tools.get("pyright") or tools.get("basedpyright"))
+    else:
+        return None
+    return _folders_of(strings(config.get("include")))
 
 
 def python_install(root: str, layout: Layout, index: RepoIndex) -> str | None:
