@@ -63,6 +63,7 @@ from verification.workspaces import Ecosystem, Layout, declared_names, find_layo
 # without importing it.
 if TYPE_CHECKING:
     from verification.ci import CiCheck, CiJob, CiPlan
+    from verification.task_graphs import TaskGraph
     from verification.workflows import Workflows
 
 __all__ = [
@@ -332,6 +333,7 @@ class _Assembly:
         self.needs: dict[str, tuple[str, ...]] = {}  # check key -> keys of the checks it needs
         self.ci: dict[str, tuple[CiCheck, CiJob]] = {}  # check key -> its CI step and job
         self.unverified_steps: list[UnverifiedStep] = []
+        self._tasks: TaskGraph | bool | None = False  # False: not read yet
 
     def add_selected(self, selection: Selection) -> None:
         everything = bool(selection.global_files)
@@ -458,15 +460,52 @@ class _Assembly:
     def _detected_needs(self, check: PlannedCheck, graph: DependencyGraph) -> list[str]:
         """A build, typecheck or test of a workspace needs the build of each Node package it
         loads through that package's build output (`loads_build_output`): the workspaces it
-        depends on, and for a test its own package too."""
+        depends on, and for a test its own package too. A task graph's `dependsOn` (turbo,
+        Nx) adds what it declares: `^build` the build of each dependency, `build` its own."""
+        found = self._declared_needs(check, graph)
         if check.kind not in ("build", "typecheck", "test"):
-            return []
+            return found
         folders = graph.dependencies(check.workspace)
         if check.kind == "test":
             folders = [*folders, check.workspace]
-        return [built.key for folder in folders if self._built_before_loading(folder)
-                for built, _ in self._workspace_checks(folder)
-                if built.kind == "build" and built.key != check.key]
+        found += [built.key for folder in folders if self._built_before_loading(folder)
+                  for built, _ in self._workspace_checks(folder)
+                  if built.kind == "build" and built.key != check.key]
+        return list(dict.fromkeys(found))
+
+    def _declared_needs(self, check: PlannedCheck, graph: DependencyGraph) -> list[str]:
+        """The checks a turbo or Nx task graph says `check`'s task needs first."""
+        detected = next((d for c, d in self.checks.get(check.workspace, ()) if c.key == check.key),
+                        None)
+        if detected is None or detected.task is None or detected.ecosystem is not Ecosystem.NODE:
+            return []
+        tasks = self._task_graph()
+        needs = tasks.needs(check.workspace, detected.task) if tasks is not None else None
+        if needs is None:
+            return []
+        found = [c.key for task in needs.own for c, d in self._workspace_checks(check.workspace)
+                 if d is not None and d.task == task and c.key != check.key]
+        found += [c.key for task in needs.upstream for folder in graph.dependencies(check.workspace)
+                  if folder not in self.configured and folder in self.layout.workspaces
+                  for c, d in self._workspace_checks(folder) if d is not None and d.task == task]
+        return found
+
+    def _task_graph(self) -> TaskGraph | None:
+        """The repository's turbo or Nx task graph, read the first time a check asks; None
+        without a root `turbo.json` or `nx.json`."""
+        if self._tasks is False:
+            index, manifests = self.runners.index, self.runners.manifests
+            self._tasks = None
+            if index.has(".", "turbo.json") or index.has(".", "nx.json"):
+                from verification.task_graphs import TaskGraph
+
+                def name(folder: str) -> str | None:
+                    found = manifests.json(join(folder, "package.json")).get("name")
+                    return found if isinstance(found, str) else None
+
+                graph = TaskGraph(read_json=manifests.json, has=index.has, package_name=name)
+                self._tasks = graph if graph.declared else None
+        return self._tasks
 
     def _built_before_loading(self, folder: str) -> bool:
         workspace = self.layout.workspaces.get(folder)
