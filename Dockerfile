@@ -1,6 +1,10 @@
-# The Ratchet service and its workers: one image, the command picks the role.
-#   docker build -t ratchet .
-#   docker run --init -p 8000:8000 -v ratchet:/var/lib/ratchet ratchet           # ratchet serve
+# The Ratchet service and its workers: one image, the command picks the role. Two targets:
+#   docker build -t ratchet .                        # service: Ratchet, git, bubblewrap
+#   docker build --target agents -t ratchet:agents . # and node with the pinned agent CLIs
+# README.md ("Run it as a GitHub App", "Containers") has the `docker run` and compose.yaml
+# commands. The image serves on 0.0.0.0, which `ratchet serve` refuses without sign-in: give it
+# the App's OAuth client (RATCHET_GITHUB_CLIENT_ID and _SECRET, with the App) or at least
+# RATCHET_API_TOKEN (then /api/* by that token only); it exits 2 naming what to set otherwise.
 #   docker run --init -v ratchet:/var/lib/ratchet ratchet worker --processes 2   # a worker
 # --init (compose: `init: true`) puts tini in front as PID 1: it reaps the git and agent
 # grandchildren that Ratchet orphans; signals still reach `ratchet` unchanged.
@@ -8,11 +12,31 @@
 # container: add `--security-opt seccomp=unconfined --security-opt apparmor=unconfined`
 # (Docker's default profiles refuse unshare/mount) or a seccomp profile that allows them;
 # no extra capability is needed. docs/operations.md, "Sandbox", has the details.
-FROM python:3.11-slim
+
+# --- build: Ratchet into a virtual environment of its own, copied whole into the runtime ----
+FROM python:3.11-slim-bookworm AS build
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# Only what the distribution needs; .dockerignore keeps everything else out of the context.
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY app/ app/
+COPY runner/ runner/
+COPY verification/ verification/
+COPY github/ github/
+COPY plumbing/ plumbing/
+RUN python -m venv /opt/ratchet \
+    && /opt/ratchet/bin/pip install --no-cache-dir .
+
+# --- runtime: what the service and workers need at run time, no build leftovers -------------
+FROM python:3.11-slim-bookworm AS runtime
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PATH=/opt/ratchet/bin:$PATH \
     RATCHET_HOME=/var/lib/ratchet
 
 # git: workspaces are git worktrees and publishing pushes a branch. bubblewrap: the sandbox of
@@ -32,16 +56,8 @@ RUN groupadd --system --gid 10001 ratchet \
     && mkdir -p /var/lib/ratchet \
     && chown ratchet:ratchet /var/lib/ratchet
 
-# Only what the distribution needs; .dockerignore keeps everything else out of the context.
-WORKDIR /tmp/ratchet-src
-COPY pyproject.toml README.md ./
-COPY app/ app/
-COPY runner/ runner/
-COPY verification/ verification/
-COPY github/ github/
-COPY plumbing/ plumbing/
-RUN pip install --no-cache-dir . \
-    && rm -rf /tmp/ratchet-src
+# The same base image as the build stage: the environment's python links stay valid.
+COPY --from=build /opt/ratchet /opt/ratchet
 
 VOLUME ["/var/lib/ratchet"]
 WORKDIR /var/lib/ratchet
@@ -58,3 +74,34 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
 # in /bin/sh -c, so SIGTERM from `docker stop` reaches it and a worker can finish its step.
 ENTRYPOINT ["ratchet"]
 CMD ["serve", "--host", "0.0.0.0", "--port", "8000"]
+
+# --- node: the runtime of the npm agent CLIs, copied from its official image -----------------
+FROM node:22-bookworm-slim AS node
+
+# --- agents: the runtime plus the agent CLIs of the presets, at the versions tested ----------
+# The versions are those tests/agents/clis.py pins (`make test-agents` runs each preset end to
+# end with them); tests/test_dockerfile.py fails when the two disagree. Everything lands in
+# /usr/local and /opt, which the sandbox shows agents read-only.
+FROM runtime AS agents
+
+USER root
+COPY --from=node /usr/local/bin/node /usr/local/bin/node
+COPY --from=node /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/npm
+RUN ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \
+    && ln -s ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx \
+    && npm install --global --no-fund --no-audit --omit=dev \
+        @anthropic-ai/claude-code@2.1.332 \
+        @openai/codex@0.171.0 \
+        opencode-ai@1.18.33 \
+        @google/gemini-cli@0.61.0 \
+        @github/copilot@1.0.102 \
+    && npm cache clean --force \
+    && rm -rf /root/.npm
+# aider in a virtual environment of its own: its pins never meet Ratchet's.
+RUN /usr/local/bin/python -m venv /opt/aider \
+    && /opt/aider/bin/pip install --no-cache-dir aider-chat==0.86.2 \
+    && ln -s /opt/aider/bin/aider /usr/local/bin/aider
+USER 10001:10001
+
+# --- service: the default target (`docker build .`), the runtime as it is --------------------
+FROM runtime AS service
