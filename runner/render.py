@@ -345,23 +345,41 @@ def say_usage(usage: Mapping[str, Any]) -> str:
     """What a run's agents spent, and of which budget, in one line (``usage_view``'s data)."""
     totals = usage.get("total") or {}
     runs = int(totals.get("agent_runs") or 0)
-    parts = [f"${float(totals.get('cost_usd') or 0):.2f}"]
-    tokens = sum(int(totals.get(k) or 0)
-                 for k in ("input_tokens", "output_tokens", "cache_read_tokens"))
-    if tokens:
-        parts.append(f"{_count(tokens)} tokens ({_count(int(totals.get('input_tokens') or 0))}"
-                     f" in, {_count(int(totals.get('output_tokens') or 0))} out)")
+    parts = [say_cost(totals)]
+    if say_tokens(totals):
+        parts.append(say_tokens(totals))
     seconds = float(totals.get("agent_seconds") or 0)
     parts.append(f"agent time {f'{seconds:.1f}s' if seconds < 60 else _duration(seconds)}"
                  f" over {runs} agent run(s)")
-    if totals.get("unpriced_runs"):
-        parts.append(f"{totals['unpriced_runs']} run(s) reported no cost")
     text = " · ".join(parts)
     limits = [f"{format_amount(Limit(name), float(item['spent']))} of"
               f" {format_amount(Limit(name), float(item['allowed']))}"
               for name, item in (usage.get("budget") or {}).items()
               if name in {limit.value for limit in Limit}]
     return f"{text} (budget: {'; '.join(limits)})" if limits else text
+
+
+def say_cost(totals: Mapping[str, Any]) -> str:
+    """What agent runs cost in dollars (``UsageTotals.to_dict``'s data): ``$0.42``, or
+    ``unpriced`` when none reported a cost, ``$0.42 + 1 unpriced`` when some did not: a cost
+    nobody knows is never shown as $0.00."""
+    runs = int(totals.get("agent_runs") or 0)
+    unpriced = int(totals.get("unpriced_runs") or 0)
+    if runs and unpriced >= runs:
+        return "unpriced"
+    dollars = f"${float(totals.get('cost_usd') or 0):.2f}"
+    return f"{dollars} + {unpriced} unpriced" if unpriced else dollars
+
+
+def say_tokens(totals: Mapping[str, Any]) -> str:
+    """The tokens agent runs used, in and out (``UsageTotals.to_dict``'s data): ``1.5k tokens
+    (1.5k in, 20 out)``; empty when none were reported."""
+    tokens = sum(int(totals.get(k) or 0)
+                 for k in ("input_tokens", "output_tokens", "cache_read_tokens"))
+    if not tokens:
+        return ""
+    return (f"{_count(tokens)} tokens ({_count(int(totals.get('input_tokens') or 0))} in,"
+            f" {_count(int(totals.get('output_tokens') or 0))} out)")
 
 
 def say_subagents(rows: Sequence[Mapping[str, Any]], artifacts_url: str | None = None) -> str:

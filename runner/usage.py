@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from runner.ledger.records import Event
@@ -117,6 +117,17 @@ class AgentRun:
         return {"step": self.step, "attempt": self.attempt, "outcome": self.outcome,
                 **({"subagent": self.subagent} if self.subagent else {}), **self.usage}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentRun:
+        """The agent run ``to_dict`` wrote (a status's ``usage.steps`` entry)."""
+        usage = {key: value for key, value in data.items()
+                 if key not in {"step", "attempt", "outcome", "subagent"}}
+        attempt = data.get("attempt")
+        return cls(step=str(data.get("step") or ""),
+                   attempt=attempt if isinstance(attempt, int) else None,
+                   outcome=str(data.get("outcome") or ""), usage=usage,
+                   subagent=str(data["subagent"]) if data.get("subagent") else None)
+
 
 def usage_event_data(outcome: str, usage: Mapping[str, Any], *,
                      subagent: str | None = None) -> dict[str, Any]:
@@ -154,6 +165,20 @@ class UsageTotals:
         data["cost_usd"] = round(self.cost_usd, 6)
         data["agent_seconds"] = round(self.agent_seconds, 3)
         return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> UsageTotals:
+        """The totals ``to_dict`` wrote (a status's ``usage.total``); a field it lacks is 0."""
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+
+
+def totals_by_run(events: Iterable[Event]) -> dict[str, UsageTotals]:
+    """``total`` of each run's agent runs in ``events`` (several runs' ``AGENT_USAGE`` events,
+    as ``Store.events_of_type`` reads a page of them), by run id."""
+    by_run: dict[str, list[Event]] = {}
+    for event in events:
+        by_run.setdefault(event.run_id, []).append(event)
+    return {run_id: total(agent_runs(found)) for run_id, found in by_run.items()}
 
 
 def total(runs: Iterable[AgentRun]) -> UsageTotals:

@@ -1,7 +1,8 @@
 """``/api/*``: the runs a caller may read, as JSON (a session or the API token, see the
 guard). ``GET /api/runs`` keeps the service's original answer (newest first, ``limit`` up to
-1000) and adds ``state``, ``repo`` and ``before`` filters; ``GET /api/runs/{id}`` is the
-run's status, the four answers of ``ratchet status``."""
+1000) and adds ``state``, ``repo`` and ``before`` filters, and each run's ``usage`` (what its
+agents spent, as ``status.usage.total`` of its own answer); ``GET /api/runs/{id}`` is the run's
+status, the four answers of ``ratchet status``."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ from starlette.routing import Route
 
 from app.dashboard.context import Context, PageError, api
 from app.dashboard.guard import viewer_of
-from app.dashboard.reads import repositories_for
+from app.dashboard.reads import list_usage, repositories_for
 from app.dashboard.words import WEB_WORDS
 from runner.errors import UnknownRun
 from runner.ledger.records import Run
 from runner.render import say_next_action
 from runner.status import read_status
+from runner.usage import UsageTotals
 from runner.workflow import State
 
 MAX_LIMIT = 1000
@@ -45,22 +47,25 @@ class Api:
             raise PageError(400, f"state must be one of {', '.join(s.value for s in State)}")
         viewer = viewer_of(request)
 
-        def read() -> list[Run]:
+        def read() -> tuple[list[Run], dict[str, UsageTotals]]:
             repos = None
             if not ctx.gate.sees_all(viewer):
                 repos = list(repositories_for(ctx.store, ctx.gate, viewer))
             wanted = query.get("repo")
             if wanted is not None:
                 repos = [wanted] if repos is None or wanted in repos else []
-            return ctx.store.runs_page(limit=limit, states=None if state is None
+            runs = ctx.store.runs_page(limit=limit, states=None if state is None
                                        else [State(state)], repos=repos,
                                        before=query.get("before"))
+            return runs, list_usage(ctx.store, [run.id for run in runs])[0]
 
         try:
-            runs = await asyncio.to_thread(read)
+            runs, usage = await asyncio.to_thread(read)
         except UnknownRun:
             raise PageError(400, "before names no run") from None
-        return JSONResponse([_summary(run) for run in runs])
+        return JSONResponse([{**_summary(run),
+                              "usage": usage.get(run.id, UsageTotals()).to_dict()}
+                             for run in runs])
 
     async def run(self, request: Request) -> Response:
         run, _ = await self.ctx.visible_run(request, request.path_params["run_id"])

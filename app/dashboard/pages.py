@@ -14,9 +14,12 @@ from typing import Any
 from urllib.parse import quote
 
 from app.dashboard.access import repo_slug
+from runner.budget import Limit, format_amount
 from runner.ledger.records import Checkpoint, Effect, Event, Run
 from runner.names import EffectKind, EventType, StepId
+from runner.render import say_cost, say_tokens
 from runner.signals import has_tree
+from runner.usage import AgentRun, UsageTotals, agent_runs, total
 from runner.views import diff_in_reason
 from runner.workflow import State, is_end, is_stopped
 
@@ -36,11 +39,22 @@ _FAILURES = frozenset({
 })
 _SUCCESSES = frozenset({EventType.RUN_COMPLETED, EventType.PUBLISHED,
                         EventType.VERIFICATION_PASSED, EventType.SPEC_APPROVED})
+# Events that record how the work was done, not what was done: a worker taking the lease, a
+# workspace made ready, an effect intended and sent (its confirmation, reconciliation or
+# failure stays shown), a signal arriving (its acceptance or refusal stays shown). The
+# timeline folds them; a takeover is the exception (see ``is_bookkeeping``).
+BOOKKEEPING = frozenset({
+    EventType.LEASE_ACQUIRED, EventType.WORKSPACE_PREPARED, EventType.EFFECT_INTENDED,
+    EventType.EFFECT_ATTEMPTED, EventType.SIGNAL_RECEIVED,
+})
+# How the run page names a budget's limits.
+LIMIT_NAMES = {Limit.COST: "dollars", Limit.AGENT_RUNS: "agent runs",
+               Limit.AGENT_MINUTES: "agent minutes", Limit.RUN_HOURS: "run hours"}
 
 
 @dataclass(frozen=True)
-class Cost:
-    """What a run cost in machine time: its agents' steps and its checks."""
+class MachineTime:
+    """The machine time a run took: its agents' completed steps and its checks."""
 
     agent_s: float = 0.0
     checks_s: float = 0.0
@@ -48,6 +62,26 @@ class Cost:
     @property
     def total_s(self) -> float:
         return self.agent_s + self.checks_s
+
+    def __add__(self, other: MachineTime) -> MachineTime:
+        return MachineTime(round(self.agent_s + other.agent_s, 3),
+                           round(self.checks_s + other.checks_s, 3))
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What agent runs cost, as ``ratchet status`` says it: dollars (or ``unpriced``) and
+    tokens, from the ledger's ``UsageTotals``."""
+
+    totals: UsageTotals
+
+    @property
+    def dollars(self) -> str:
+        return say_cost(self.totals.to_dict()) if self.totals.agent_runs else ""
+
+    @property
+    def tokens(self) -> str:
+        return say_tokens(self.totals.to_dict())
 
 
 @dataclass(frozen=True)
@@ -74,7 +108,8 @@ class RunRow:
     run: Run
     repo: RepoRef
     phase: str
-    cost: Cost
+    time: MachineTime
+    spent: Spent
 
 
 @dataclass(frozen=True)
@@ -83,6 +118,40 @@ class TimelineEntry:
     note: str
     tone: str  # takeover, reconcile, signal, effect, failure, success, or ""
     data: str  # the event's data as JSON, as stored
+
+
+@dataclass(frozen=True)
+class Folded:
+    """Consecutive bookkeeping entries of the timeline, shown as one row that opens."""
+
+    entries: list[TimelineEntry]
+
+    @property
+    def id(self) -> str:
+        """Stable while the page updates live: the first folded event's sequence number."""
+        return f"fold-{self.entries[0].event.seq}"
+
+
+@dataclass(frozen=True)
+class AgentStep:
+    """One agent run of a step, with what it spent."""
+
+    step: str
+    attempt: int | None
+    subagent: str | None
+    outcome: str
+    model: str
+    spent: Spent
+
+
+@dataclass(frozen=True)
+class BudgetLine:
+    """One limit of a run's budget: what it allows, what was spent, what is left."""
+
+    name: str
+    allowed: str
+    spent: str
+    left: str
 
 
 @dataclass(frozen=True)
@@ -136,7 +205,7 @@ class Timing:
     created_at: float
     updated_at: float
     elapsed_s: float
-    cost: Cost
+    machine: MachineTime
     attempts: dict[str, int] = field(default_factory=dict)  # step -> attempts it took
 
 
@@ -157,7 +226,7 @@ def phase_of(run: Run) -> str:
         return run.state.value
 
 
-def cost_of(checkpoints: Iterable[Checkpoint]) -> Cost:
+def machine_time(checkpoints: Iterable[Checkpoint]) -> MachineTime:
     agent = checks = 0.0
     for checkpoint in checkpoints:
         profile = checkpoint.input.get("profile")
@@ -165,11 +234,60 @@ def cost_of(checkpoints: Iterable[Checkpoint]) -> Cost:
             agent += _number(checkpoint.result.get("duration_s"))
         for result in _dicts(checkpoint.result.get("results")):
             checks += _number(result.get("duration_s"))
-    return Cost(round(agent, 3), round(checks, 3))
+    return MachineTime(round(agent, 3), round(checks, 3))
 
 
-def run_row(run: Run, checkpoints: Sequence[Checkpoint], *, web_url: str) -> RunRow:
-    return RunRow(run, repo_ref(run.repo, web_url=web_url), phase_of(run), cost_of(checkpoints))
+def run_row(run: Run, checkpoints: Sequence[Checkpoint], usage: UsageTotals, *,
+            web_url: str) -> RunRow:
+    return RunRow(run, repo_ref(run.repo, web_url=web_url), phase_of(run),
+                  machine_time(checkpoints), Spent(usage))
+
+
+def agent_steps(usage: Mapping[str, Any]) -> list[AgentStep]:
+    """Each agent run a status's usage lists (``runner.views.usage_view``'s ``steps``), with
+    its cost summed by ``runner.usage.total`` as the run's total is."""
+    rows = []
+    for item in _dicts(usage.get("steps")):
+        run = AgentRun.from_dict(item)
+        rows.append(AgentStep(run.step, run.attempt, run.subagent, run.outcome,
+                              str(run.usage.get("model") or ""), Spent(total([run]))))
+    return rows
+
+
+def budget_lines(usage: Mapping[str, Any]) -> list[BudgetLine]:
+    """Each limit of a status's budget (``usage_view``'s ``budget``: allowed and spent), with
+    what is left of it; none when the run has no budget."""
+    lines = []
+    for name, item in (usage.get("budget") or {}).items():
+        try:
+            which = Limit(name)
+            allowed, spent = float(item["allowed"]), float(item["spent"])
+        except (KeyError, TypeError, ValueError):
+            continue  # a limit this version does not know is not shown as one
+        lines.append(BudgetLine(LIMIT_NAMES[which], format_amount(which, allowed),
+                                format_amount(which, spent),
+                                format_amount(which, max(0.0, allowed - spent))))
+    return lines
+
+
+def is_bookkeeping(entry: TimelineEntry) -> bool:
+    """Whether the timeline folds ``entry``: its event kind is bookkeeping (``BOOKKEEPING``),
+    and it is not a takeover (a lease taken from a worker whose lease expired is news)."""
+    return entry.event.type in BOOKKEEPING and entry.tone != "takeover"
+
+
+def fold(entries: Iterable[TimelineEntry]) -> list[TimelineEntry | Folded]:
+    """The timeline with each stretch of consecutive bookkeeping entries folded into one
+    ``Folded``; every other entry stays where it was."""
+    shown: list[TimelineEntry | Folded] = []
+    for entry in entries:
+        if not is_bookkeeping(entry):
+            shown.append(entry)
+        elif shown and isinstance(shown[-1], Folded):
+            shown[-1].entries.append(entry)
+        else:
+            shown.append(Folded([entry]))
+    return shown
 
 
 def timeline(events: Iterable[Event]) -> list[TimelineEntry]:
@@ -218,6 +336,11 @@ def timeline(events: Iterable[Event]) -> list[TimelineEntry]:
             note = f"cancelled by {data.get('by', '?')}: {data.get('reason', '')}"
             if data.get("fenced_owner"):
                 note += f" ({data['fenced_owner']} fenced out)"
+        elif kind == EventType.AGENT_USAGE:
+            spent = Spent(total(agent_runs([event])))
+            who = f"subagent {data['subagent']}" if data.get("subagent") else "agent"
+            note = ", ".join(part for part in (
+                f"{who} {data.get('outcome', '?')}", spent.dollars, spent.tokens) if part)
         elif data.get("reason"):
             note = str(data["reason"])
         if not tone:
@@ -278,7 +401,7 @@ def plan_checks(plan: Mapping[str, Any] | None) -> list[dict[str, Any]]:
 def timing(run: Run, checkpoints: Sequence[Checkpoint], *, now: float) -> Timing:
     end = run.updated_at if is_end(run.state) else now
     return Timing(run.created_at, run.updated_at, max(0.0, end - run.created_at),
-                  cost_of(checkpoints), {c.step: c.attempt for c in checkpoints})
+                  machine_time(checkpoints), {c.step: c.attempt for c in checkpoints})
 
 
 def log_hashes(events: Iterable[Event]) -> set[str]:

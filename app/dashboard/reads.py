@@ -19,8 +19,10 @@ from app.dashboard.diagram import path_taken
 from runner.errors import CorruptArtifact, CorruptCheckpoint, LedgerError
 from runner.ledger.records import Checkpoint, Run, Signal
 from runner.ledger.store import Store
+from runner.names import EventType
 from runner.status import read_status
 from runner.subagents import subagent_rows
+from runner.usage import UsageTotals, agent_runs, total, totals_by_run
 from runner.views import RunStatus
 from runner.workflow import State
 
@@ -38,6 +40,8 @@ class RunList:
     repo: str | None
     newer: str | None  # the cursor of the page before this one (newer runs), if any
     older: str | None  # the cursor of the page after it (older runs), if any
+    spent: pages.Spent = field(default_factory=lambda: pages.Spent(UsageTotals()))
+    time: pages.MachineTime = field(default_factory=pages.MachineTime)  # the rows' sums
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,10 @@ class RunDetail:
     run: Run
     repo: pages.RepoRef
     status: RunStatus
-    timeline: list[pages.TimelineEntry]
+    timeline: list[pages.TimelineEntry | pages.Folded]
+    spent: pages.Spent  # the run's total, as ``ratchet status`` says it
+    agent_steps: list[pages.AgentStep]
+    budget: list[pages.BudgetLine]
     path: list[State]
     checkpoints: list[pages.CheckpointRow]
     effects: list[pages.EffectRow]
@@ -89,11 +96,22 @@ def load_list(store: Store, gate: Gate, viewer: Viewer, *, state: State | None,
         runs, more_older = found[:limit], len(found) > limit
         more_newer = before is not None and bool(runs) and bool(store.runs_page(
             limit=1, states=states, repos=repos, after=runs[0].id))
-    rows = [pages.run_row(run, _checkpoints(store, run.id)[0], web_url=web_url)
-            for run in runs]
+    usage, overall = list_usage(store, [run.id for run in runs])
+    rows = [pages.run_row(run, _checkpoints(store, run.id)[0],
+                          usage.get(run.id, UsageTotals()), web_url=web_url) for run in runs]
     return RunList(rows, repositories, state, repo,
                    newer=runs[0].id if runs and more_newer else None,
-                   older=runs[-1].id if runs and more_older else None)
+                   older=runs[-1].id if runs and more_older else None,
+                   spent=pages.Spent(overall),
+                   time=sum((row.time for row in rows), pages.MachineTime()))
+
+
+def list_usage(store: Store, run_ids: Collection[str]
+               ) -> tuple[dict[str, UsageTotals], UsageTotals]:
+    """What each of ``run_ids``' agents spent (``runner.usage.total``, as ``ratchet status``
+    sums it; a run without agent runs is absent), and what all of them did, in one query."""
+    events = store.events_of_type(EventType.AGENT_USAGE, runs=list(run_ids))
+    return totals_by_run(events), total(agent_runs(events))
 
 
 def load_run(store: Store, run: Run, *, now: float, web_url: str) -> RunDetail:
@@ -110,7 +128,9 @@ def load_run(store: Store, run: Run, *, now: float, web_url: str) -> RunDetail:
     repo = pages.repo_ref(run.repo, web_url=web_url)
     rounds = pages.verify_rounds(events)
     return RunDetail(
-        run=run, repo=repo, status=status, timeline=pages.timeline(events),
+        run=run, repo=repo, status=status, timeline=pages.fold(pages.timeline(events)),
+        spent=pages.Spent(UsageTotals.from_dict(status.usage.get("total") or {})),
+        agent_steps=pages.agent_steps(status.usage), budget=pages.budget_lines(status.usage),
         path=path_taken(run, status.completed_steps, events), checkpoints=rows,
         effects=pages.effect_rows(store.effects(run.id), repo=repo, web_url=web_url),
         signals=store.signals(run.id), spec_text=spec_text, spec_sha256=spec_sha,

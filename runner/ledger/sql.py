@@ -525,11 +525,18 @@ class SqlStore(ABC):
             )
         return [_event_from_row(r) for r in rows]
 
-    def events_of_type(self, event_type: EventType) -> list[Event]:
+    def events_of_type(self, event_type: EventType, *,
+                       runs: Collection[str] | None = None) -> list[Event]:
+        where, params = "type = ?", [event_type.value]
+        if runs is not None:
+            if not runs:
+                return []  # an empty filter matches nothing (never "everything")
+            where += f" AND run_id IN ({', '.join('?' for _ in runs)})"
+            params += list(runs)
         with self._read() as tx:
             rows = tx.all(
-                f"SELECT {EVENT_COLUMNS} FROM events WHERE type = ? ORDER BY run_id, seq",
-                (event_type.value,),
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE {where} ORDER BY run_id, seq",
+                tuple(params),
             )
         return [_event_from_row(r) for r in rows]
 

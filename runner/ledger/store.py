@@ -92,8 +92,11 @@ class Store(Protocol):
 
     # history
     def events(self, run_id: str, *, after: int = 0) -> list[Event]: ...
-    def events_of_type(self, event_type: EventType) -> list[Event]:
-        """Every run's events of one type, by run and sequence (for metrics: agent usage)."""
+    def events_of_type(self, event_type: EventType, *,
+                       runs: Collection[str] | None = None) -> list[Event]:
+        """Every run's events of one type (only ``runs``' when given; an empty collection
+        matches nothing), by run and sequence: metrics' agent usage, a page of runs' costs in
+        one query."""
         ...
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:

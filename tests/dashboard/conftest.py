@@ -44,6 +44,20 @@ CHROMIUM = Path(os.environ.get("RATCHET_TEST_CHROMIUM", "/usr/bin/chromium"))
 SPEC = b"# Spec\n\nAdd calc.add(a, b) returning a + b.\n"
 FAILING_LOG = b"FAIL: test_add <b>bold?</b>\nAssertionError: -1 != 5\n"
 PASSING_LOG = b"Ran 1 test\n\nOK\n"
+# What the story's agents reported: three priced runs ($0.25) and one its CLI did not price.
+STORY_USAGE = {
+    "research.1": {"cost_usd": 0.12, "input_tokens": 1500, "output_tokens": 300,
+                   "agent_seconds": 12.5, "model": "claude-sonnet-4-5"},
+    "specify.1": {"cost_usd": 0.08, "input_tokens": 800, "output_tokens": 200,
+                  "agent_seconds": 20.0, "model": "claude-sonnet-4-5"},
+    "implement.1": {"input_tokens": 2000, "output_tokens": 500, "agent_seconds": 30.0,
+                    "model": "local-llm"},
+    "repair.1": {"cost_usd": 0.05, "input_tokens": 400, "output_tokens": 100,
+                 "agent_seconds": 8.0, "model": "claude-sonnet-4-5"},
+}
+# The story's budget, as its queued step recorded it.
+STORY_BUDGET = {"max_cost_usd": 1.0, "max_agent_runs": 10, "max_agent_minutes": None,
+                "max_run_hours": None}
 
 
 def link_config(**options: Any) -> DashboardConfig:
@@ -138,22 +152,34 @@ class Story:
     passing_log_sha: str
 
 
+def used(step: str, usage: dict[str, dict[str, Any]] = STORY_USAGE) -> tuple[NewEvent, ...]:
+    """The ``AGENT_USAGE`` event a worker records with an agent step's end."""
+    if step not in usage:
+        return ()
+    return (NewEvent(EventType.AGENT_USAGE, step=step, attempt=1,
+                     data={"outcome": "completed", "usage": usage[step]}),)
+
+
 def tell_story(store: SqliteStore, *, run_id: str = "r-story", repo: str = "/srv/calc",
                title: str = "Add calc <script>alert('x')</script> & more",
-               at: float = T0) -> Story:
+               at: float = T0, usage: dict[str, dict[str, Any]] = STORY_USAGE) -> Story:
     """A run from queued to done: a takeover, an effect reconciled, a spec approved, a failed
-    check repaired, a pull request made ready."""
+    check repaired, a pull request made ready; its agents report ``usage`` (by step) against
+    a budget of $1 and 10 agent runs."""
     run = store.create_run(NewRun(id=run_id, repo=repo, title=title, issue=7,
                                   origin=LocalOrigin(branch="ratchet/issue-7")), now=at)
     w = Writer(store, run, owner="host-a:101", at=at)
     agent = {"profile": {"agent": True, "modify_worktree": False}}
     w.move(State.RESEARCH, "research.1", checkpoint=("queued.1", {"revision": "abc"},
-                                                      {"outcome": "completed"}))
+                                                      {"outcome": "completed",
+                                                       "budget": STORY_BUDGET}))
     w.take_over("host-b:202", after=45)  # host-a died; its lease (30 s) ran out
     w.move(State.SPECIFY, "specify.1", checkpoint=("research.1", agent,
-                                                    {"duration_s": 12.5, "outcome": "done"}))
+                                                    {"duration_s": 12.5, "outcome": "done"}),
+           events=used("research.1", usage))
     w.move(State.AWAITING_APPROVAL, "awaiting_approval.1", artifacts={"spec.md": SPEC},
-           checkpoint=("specify.1", agent, {"duration_s": 20.0, "outcome": "done"}))
+           checkpoint=("specify.1", agent, {"duration_s": 20.0, "outcome": "done"}),
+           events=used("specify.1", usage))
     w.effect("pull-request", "specify.1", EffectKind.PULL_REQUEST,
              {"branch": "ratchet/issue-7", "draft": True},
              {"number": 12, "url": f"{WEB}/acme/widgets/pull/12"}, reconciled=True)
@@ -163,12 +189,13 @@ def tell_story(store: SqliteStore, *, run_id: str = "r-story", repo: str = "/srv
         events=(NewEvent(EventType.SPEC_APPROVED, data={"by": "alice", "sha256": spec_sha}),))
     w.move(State.VERIFY, "verify.1", checkpoint=(
         "implement.1", {"profile": {"agent": True, "modify_worktree": True}},
-        {"duration_s": 30.0}))
+        {"duration_s": 30.0}), events=used("implement.1", usage))
     failing = w.checks("verify.1", status="failed", log=FAILING_LOG,
                        event=EventType.TESTS_FAILED)
     w.move(State.REPAIR, "repair.1", checkpoint=("verify.1", {}, {"results": [
         {"id": "unit", "duration_s": 0.75}]}))
-    w.move(State.VERIFY, "verify.2", checkpoint=("repair.1", agent, {"duration_s": 8.0}))
+    w.move(State.VERIFY, "verify.2", checkpoint=("repair.1", agent, {"duration_s": 8.0}),
+           events=used("repair.1", usage))
     passing = w.checks("verify.2", status="passed", log=PASSING_LOG,
                        event=EventType.VERIFICATION_PASSED)
     w.move(State.PUBLISH, "publish.1", checkpoint=("verify.2", {}, {"results": [
