@@ -47,6 +47,10 @@ BOOKKEEPING = frozenset({
     EventType.LEASE_ACQUIRED, EventType.WORKSPACE_PREPARED, EventType.EFFECT_INTENDED,
     EventType.EFFECT_ATTEMPTED, EventType.SIGNAL_RECEIVED,
 })
+# Effects whose confirmation is bookkeeping too: the tracking comment's edit at every change
+# of state (the comment mirrors the timeline) and a signal's acknowledging reaction. A push,
+# a pull request, a check run or a reply confirmed stays shown.
+QUIET_EFFECTS = frozenset({EffectKind.COMMENT, EffectKind.REACTION})
 # How the run page names a budget's limits.
 LIMIT_NAMES = {Limit.COST: "dollars", Limit.AGENT_RUNS: "agent runs",
                Limit.AGENT_MINUTES: "agent minutes", Limit.RUN_HOURS: "run hours"}
@@ -271,9 +275,13 @@ def budget_lines(usage: Mapping[str, Any]) -> list[BudgetLine]:
 
 
 def is_bookkeeping(entry: TimelineEntry) -> bool:
-    """Whether the timeline folds ``entry``: its event kind is bookkeeping (``BOOKKEEPING``),
-    and it is not a takeover (a lease taken from a worker whose lease expired is news)."""
-    return entry.event.type in BOOKKEEPING and entry.tone != "takeover"
+    """Whether the timeline folds ``entry``, by its kind: a ``BOOKKEEPING`` event that is not a
+    takeover (a lease taken from a worker whose lease expired is news), or the confirmation
+    of a ``QUIET_EFFECTS`` effect."""
+    kind = entry.event.type
+    if kind == EventType.EFFECT_CONFIRMED:
+        return entry.event.data.get("kind") in QUIET_EFFECTS
+    return kind in BOOKKEEPING and entry.tone != "takeover"
 
 
 def fold(entries: Iterable[TimelineEntry]) -> list[TimelineEntry | Folded]:

@@ -12,8 +12,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from app.dashboard.security import CONTENT_SECURITY_POLICY
+from app.words import status_text
 from runner.ledger.records import NewEvent, NewRun
 from runner.names import EventType, SignalKind, SignalStatus
+from runner.status import read_status
 from runner.subagents import Planned, Subagent, SubagentResult, SubagentStatus
 from runner.workflow import State
 from tests.dashboard.conftest import (
@@ -71,8 +73,9 @@ def test_list_shows_runs_newest_first_with_filters_and_paging(store, client):
     assert f'<a href="{WEB}/acme/widgets">acme/widgets</a>' in by_repo.text
     story_row = client.get("/", params={"repo": "/srv/calc"}).text
     assert '<span class="path">/srv/calc</span>' in story_row and "#7" in story_row
-    # The story's cost: its agents' 70.5 s and its checks' 1.5 s.
-    assert "1m 12s" in story_row
+    # The story's machine time (its agents' 70.5 s and its checks' 1.5 s), labelled as time.
+    assert re.search(r'<td class="num time" title="agents 1m 10s, checks 1.5s">1m 12s</td>',
+                     story_row)
     assert client.get("/", params={"before": "nope"}).status_code == 400
 
 
@@ -181,6 +184,111 @@ def test_unknown_run_is_404_and_the_api_answers_json(store, client):
     status = client.get(f"/api/runs/{story.run_id}").json()["status"]
     assert status["completed_steps"][-1] == "publish.1"
     assert status["next_action"]["kind"] == "none_done"
+
+
+def test_the_api_lists_each_runs_cost_as_its_status_sums_it(store, client):
+    story = tell_story(store)
+    tell_story(store, run_id="r-unpriced", at=T0 + 100,
+               usage={"research.1": {"input_tokens": 10, "agent_seconds": 3.0}})
+    store.create_run(NewRun(id="r-new", repo="/srv/calc", title="nothing ran"), now=T0 + 200)
+    runs = {r["run_id"]: r for r in client.get("/api/runs").json()}
+    usage = runs[story.run_id]["usage"]
+    assert usage["cost_usd"] == pytest.approx(0.25)
+    assert (usage["input_tokens"], usage["output_tokens"]) == (4700, 1100)
+    assert (usage["agent_runs"], usage["unpriced_runs"]) == (4, 1)
+    assert runs["r-unpriced"]["usage"]["unpriced_runs"] == 1
+    assert runs["r-new"]["usage"]["agent_runs"] == 0
+    for run_id, listed in runs.items():
+        status = client.get(f"/api/runs/{run_id}").json()["status"]
+        if listed["usage"]["agent_runs"]:
+            assert listed["usage"] == status["usage"]["total"]
+    # A filtered, paged answer carries them too.
+    [only] = client.get("/api/runs", params={"limit": 1, "before": "r-new"}).json()
+    assert only["run_id"] == "r-unpriced" and only["usage"]["input_tokens"] == 10
+
+
+def test_list_shows_dollars_and_tokens_per_run_and_their_totals(store, client):
+    story = tell_story(store)
+    tell_story(store, run_id="r-unpriced", at=T0 + 100,
+               usage={"research.1": {"input_tokens": 10, "agent_seconds": 3.0}})
+    store.create_run(NewRun(id="r-new", repo="/srv/calc", title="nothing ran"), now=T0 + 200)
+    html = client.get("/").text
+    cells = dict(re.findall(r'<tr data-run="([^"]+)">.*?<td class="num cost"[^>]*>([^<]*)</td>',
+                            html, re.S))
+    assert cells == {story.run_id: "$0.25 + 1 unpriced", "r-unpriced": "unpriced",
+                     "r-new": "none"}
+    assert "$0.00" not in html
+    tokens = re.findall(r'<td class="num tokens">([^<]*)</td>', html)
+    assert tokens[:3] == ["", "10 tokens (10 in, 0 out)", "5.8k tokens (4.7k in, 1.1k out)"]
+    # The totals row: every listed run's agent runs summed, and their machine time.
+    footer = html[html.index("<tfoot>"):html.index("</tfoot>")]
+    assert "Total of these 3 runs" in footer
+    assert '<td class="num cost" title="5 agent run(s)">$0.25 + 2 unpriced</td>' in footer
+    assert '<td class="num tokens">5.8k tokens (4.7k in, 1.1k out)</td>' in footer
+    assert ">2m 24s</td>" in footer  # 1m 12s each
+    # Filtered to one run, the totals are that run's.
+    only = client.get("/", params={"state": "queued"}).text
+    assert "Total of these 1 runs" in only and 'title="0 agent run(s)">none</td>' in only
+
+
+def test_run_page_shows_cost_per_agent_step_total_and_budget_left(store, client):
+    story = tell_story(store)
+    html = client.get(f"/runs/{story.run_id}").text
+    # The four answers say what was spent and what the budget has left ...
+    spent = re.search(r'<dd id="spent">(.*?)</dd>', html, re.S).group(1)
+    assert "<strong>$0.25 + 1 unpriced</strong> · 5.8k tokens (4.7k in, 1.1k out)" in spent
+    assert "$0.75 left of $1.00" in spent and "6 agent run(s) left of 10 agent run(s)" in spent
+    # ... in the numbers `ratchet status` prints (one usage_view, one say_cost and say_tokens).
+    line = next(line for line in status_text(read_status(store, story.run_id, now=T0 + 999))
+                .splitlines() if line.startswith("spent: "))
+    assert line.startswith("spent: $0.25 + 1 unpriced · 5.8k tokens (4.7k in, 1.1k out)")
+    assert "(budget: $0.25 of $1.00; 4 agent run(s) of 10 agent run(s))" in line
+    # Each agent step, with its own cost; an unpriced one says so.
+    section = html[html.index('id="cost"'):]
+    steps = re.findall(r'<tr class="agent-step">\s*<td><code>([^<]+)</code>.*?'
+                       r'<td class="num cost">([^<]*)</td>\s*<td class="num tokens">([^<]*)</td>',
+                       section, re.S)
+    assert steps == [("research.1", "$0.12", "1.8k tokens (1.5k in, 300 out)"),
+                     ("specify.1", "$0.08", "1.0k tokens (800 in, 200 out)"),
+                     ("implement.1", "unpriced", "2.5k tokens (2.0k in, 500 out)"),
+                     ("repair.1", "$0.05", "500 tokens (400 in, 100 out)")]
+    total = re.search(r'<tr class="totals" id="run-total">(.*?)</tr>', section, re.S).group(1)
+    assert '<td class="num cost">$0.25 + 1 unpriced</td>' in total
+    budget = section[section.index('id="budget"'):section.index("</table>",
+                                                               section.index('id="budget"'))]
+    assert re.search(r"<td>dollars</td><td[^>]*>\$1.00</td><td[^>]*>\$0.25</td>"
+                     r"<td[^>]*><strong>\$0.75</strong>", budget)
+
+
+def test_run_page_without_a_budget_or_agent_says_so(store, client):
+    waiting_run(store, "r-wait")
+    html = client.get("/runs/r-wait").text
+    assert "nothing yet: no agent has run" in html and "none (no budget)" in html
+    assert "No budget: this run's spending has no limit." in html
+    assert "No agent has run yet." in html and "$0.00" not in html
+
+
+def test_the_timeline_folds_bookkeeping_and_shows_what_happened(store, client):
+    story = tell_story(store)
+    html = client.get(f"/runs/{story.run_id}").text
+    timeline = html[html.index('<div id="timeline"'):html.index("</section>",
+                                                                html.index('id="timeline"'))]
+    folds = re.findall(r'<details id="(fold-\d+)" class="fold">\s*<summary>(\d+) bookkeeping'
+                       r' events?', timeline)
+    assert folds and " open" not in re.findall(r'<details id="fold-[^>]*>', timeline)[0]
+    # Outside the folds: what happened, the takeover among it; inside: the bookkeeping only.
+    outside = re.sub(r'<tr class="fold">.*?</details>\s*</td></tr>', "", timeline, flags=re.S)
+    inside = re.findall(r'<tr class="fold">(.*?)</details>\s*</td></tr>', timeline, re.S)
+    shown = re.findall(r'data-event="([A-Z_]+)"', outside)
+    folded = [kind for part in inside for kind in re.findall(r'data-event="([A-Z_]+)"', part)]
+    assert {"RUN_CREATED", "SPEC_APPROVED", "CHECK_COMPLETED", "TESTS_FAILED",
+            "VERIFICATION_PASSED", "RUN_COMPLETED", "AGENT_USAGE", "EFFECT_RECONCILED",
+            "LEASE_EXPIRED"} <= set(shown)
+    assert "takeover: host-b:202 took the run over from host-a:101" in outside
+    assert set(folded) == {"LEASE_ACQUIRED", "EFFECT_INTENDED", "EFFECT_ATTEMPTED"}
+    assert sum(int(n) for _, n in folds) == len(folded)
+    # Nothing is lost: every event is on the page once.
+    assert len(shown) + len(folded) == len(store.events(story.run_id))
 
 
 def test_a_dashboard_without_github_sign_in_answers_its_link_on_loopback_only(store):

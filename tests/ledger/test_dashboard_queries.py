@@ -92,3 +92,21 @@ def test_run_marks_move_with_every_write_a_reader_sees(store):
     store.add_signal(NewSignal("web:1", "r0", SignalKind.RETRY, "alice", "github"))
     assert store.run_marks()["r0"].seq == released.seq + 1
     assert store.run_marks()["r1"] == marks["r1"]
+
+
+def test_events_of_type_reads_a_page_of_runs_usage_in_one_query(store):
+    seed(store, 3)
+    for run_id, cost in (("r0", 0.1), ("r1", 0.2), ("r2", 0.4)):
+        lease = store.acquire_lease(run_id, "w", ttl=30, now=T0 + 10)
+        store.append(lease, events=[
+            NewEvent(EventType.AGENT_USAGE, step="research.1", data={"usage": {"cost_usd": cost}}),
+            NewEvent(EventType.CHECK_COMPLETED, step="verify.1"),
+            NewEvent(EventType.AGENT_USAGE, step="specify.1", data={"usage": {"cost_usd": cost}}),
+        ], now=T0 + 11)
+    found = store.events_of_type(EventType.AGENT_USAGE, runs=["r2", "r0"])
+    assert [(e.run_id, e.step) for e in found] == [
+        ("r0", "research.1"), ("r0", "specify.1"), ("r2", "research.1"), ("r2", "specify.1")]
+    assert all(e.type == EventType.AGENT_USAGE for e in found)
+    assert len(store.events_of_type(EventType.AGENT_USAGE)) == 6  # every run's, as before
+    assert store.events_of_type(EventType.AGENT_USAGE, runs=[]) == []  # nothing, not all
+    assert store.events_of_type(EventType.AGENT_USAGE, runs=["nope"]) == []
