@@ -63,6 +63,7 @@ examples:
   ratchet verify --base main --json
   ratchet agent try --agent gemini
   ratchet doctor --json
+  ratchet github-app create --org acme
 """
 
 
@@ -187,6 +188,29 @@ def build_parser() -> argparse.ArgumentParser:
     manifest.add_argument("--url", help="the service's public URL (RATCHET_PUBLIC_URL)")
     manifest.add_argument("--name", default="Ratchet", help="the App's name on GitHub")
     manifest.set_defaults(handler=cmd_github_app_manifest)
+    create = app_sub.add_parser(
+        "create", help="register the App on GitHub from a page on 127.0.0.1 and save its"
+                       " credentials for `ratchet serve`",
+        description="Serve a page on 127.0.0.1 that posts the App's manifest (webhook and"
+                    " sign-in under RATCHET_PUBLIC_URL, the least permissions) to GitHub; once"
+                    " you click 'Create GitHub App' there, GitHub sends the browser back here,"
+                    " and the App's id, slug, private key, webhook secret and OAuth client are"
+                    " written to the credentials file (mode 0600) that serve, worker and"
+                    " doctor read. Then it prints the App's install link.",
+        epilog="example: RATCHET_PUBLIC_URL=https://ratchet.example.com ratchet github-app"
+               " create --org acme")
+    create.add_argument("--org", help="register the App for this organization (default: your"
+                                      " own account)")
+    create.add_argument("--name", default="Ratchet",
+                        help="the App's name on GitHub (unique across GitHub)")
+    create.add_argument("--port", type=int, default=0,
+                        help="the page's port on 127.0.0.1 (default: a free one)")
+    create.add_argument("--credentials", type=Path,
+                        help="where to write the credentials (default: RATCHET_GITHUB_CREDENTIALS"
+                             " or ~/.config/ratchet/github-app.json)")
+    create.add_argument("--force", action="store_true",
+                        help="replace an existing credentials file")
+    create.set_defaults(handler=cmd_github_app_create)
 
     agent_cmd = sub.add_parser("agent", help="check an agent preset's setup")
     agent_sub = agent_cmd.add_subparsers(dest="agent_command", required=True, metavar="ACTION")
@@ -353,6 +377,71 @@ def cmd_github_app_manifest(args: argparse.Namespace, settings: Settings) -> int
         print(json.dumps(app_manifest(url, name=args.name), indent=2, sort_keys=True))
     except ValueError as exc:
         return _error(str(exc), EXIT_USAGE)
+    return EXIT_OK
+
+
+def cmd_github_app_create(args: argparse.Namespace, settings: Settings) -> int:
+    from app.credentials_file import CredentialsFileError, write_credentials
+    from app.dashboard.config import web_url_for
+    from app.registration import (
+        CreatedApp,
+        Registration,
+        RegistrationFailed,
+        local_server,
+        local_url,
+        serve_registration,
+    )
+
+    if not settings.public_url:
+        return _error("set RATCHET_PUBLIC_URL to where GitHub will reach this service (e.g."
+                      " https://ratchet.example.com, or a tunnel's URL): the App's webhook and"
+                      " sign-in callback are registered under it", EXIT_USAGE)
+    path = (args.credentials.expanduser().absolute() if args.credentials
+            else settings.credentials_path)
+    if path.exists() and not args.force:
+        return _error(f"{path} already holds an App's credentials: pass --force to replace"
+                      " them, or --credentials PATH to write another file", EXIT_USAGE)
+    api_url = settings.github_api_url.rstrip("/")
+    web_url = (settings.github_web_url or web_url_for(api_url)).rstrip("/")
+    try:
+        server = local_server(args.port)
+    except OSError as exc:
+        return _error(f"cannot serve the page on 127.0.0.1:{args.port} ({exc.strerror or exc}):"
+                      " choose another --port", EXIT_USAGE)
+    try:
+        registration = Registration.start(api_url=api_url, web_url=web_url,
+                                          public_url=settings.public_url,
+                                          local_url=local_url(server), name=args.name,
+                                          org=args.org)
+    except ValueError as exc:
+        server.server_close()
+        return _error(f"RATCHET_PUBLIC_URL: {exc}", EXIT_USAGE)
+
+    def keep(app: CreatedApp) -> None:
+        credentials = app.credentials(api_url=api_url, web_url=web_url,
+                                      public_url=registration.public_url)
+        try:
+            write_credentials(path, credentials, overwrite=args.force)
+        except CredentialsFileError as exc:
+            raise RegistrationFailed(f"App {app.slug!r} was created but its credentials were"
+                                     f" not saved: {exc}; then delete the App on GitHub"
+                                     f" ({app.html_url}) and run this again") from None
+
+    owner = f"organization {args.org}" if args.org else "your account"
+    print(f"Open {local_url(server)}/ in a browser signed in to GitHub ({web_url}) and press"
+          f" 'Create the App on GitHub' to register it for {owner}; waiting (Ctrl-C stops).",
+          flush=True)
+    try:
+        outcome = serve_registration(registration, server, keep)
+    except KeyboardInterrupt:
+        return _error("stopped: no App was registered from this page", EXIT_USAGE)
+    if outcome.app is None:
+        return _error(outcome.failure or "no App was registered", EXIT_RUN_STOPPED)
+    app = outcome.app
+    print(f"App {app.slug!r} (id {app.id}) is registered; its id, key, webhook secret and OAuth"
+          f" client are in {path} (mode 0600), which serve, worker and doctor read.")
+    print(f"Install it on the repositories it may work on: {app.install_url}")
+    print("Then check the setup with `ratchet doctor` and start `ratchet serve`.")
     return EXIT_OK
 
 

@@ -9,8 +9,18 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
+from app.credentials_file import (
+    CredentialsFileError,
+    credentials_path,
+    settings_from_file,
+)
 from plumbing.environment import parse_names
 from plumbing.logfile import MIN_LOG_BYTES
 from runner.agents.command import MAX_LOG_BYTES, MAX_OUTPUT_BYTES
@@ -99,6 +109,9 @@ class Settings(BaseSettings):
     trigger_permission: Literal["triage", "write", "maintain", "admin"] = "write"
     allowed_bots: str = ""  # comma-separated bot logins whose commands are not ignored
     public_url: str | None = None  # where this service is reachable (links, the App manifest)
+    # The App's id, slug, key, webhook secret, OAuth client and GitHub URLs below, where no
+    # variable sets them, come from the file `ratchet github-app create` wrote
+    # (RATCHET_GITHUB_CREDENTIALS, default ~/.config/ratchet/github-app.json).
     github_app_id: int | None = None
     github_app_slug: str | None = None  # its bot <slug>[bot]; unset: any bot's marker is trusted
     github_private_key: str | None = None  # PEM text
@@ -125,6 +138,15 @@ class Settings(BaseSettings):
     budget_max_agent_minutes: float | None = Field(None, gt=0, allow_inf_nan=False)
     budget_max_agent_runs: int | None = Field(None, ge=1)
     budget_max_run_hours: float | None = Field(None, gt=0, allow_inf_nan=False)
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Variables first, then the App's credentials file for what they leave unset."""
+        return (init_settings, env_settings, _CredentialsFileSource(settings_cls))
 
     @field_validator("home")
     @classmethod
@@ -220,6 +242,17 @@ class Settings(BaseSettings):
         """The CLI config paths copied into each agent's fresh HOME (``~`` expanded)."""
         return tuple(Path(p).expanduser() for p in self.agent_home_seed.split(":") if p)
 
+    @property
+    def credentials_path(self) -> Path:
+        """Where the App's credentials file is (or would be written)."""
+        return credentials_path(os.environ)
+
+    def secret_values(self) -> tuple[str, ...]:
+        """Every secret these settings hold, to mask wherever text is printed: the App's key
+        (and each of its lines), the webhook secret, the OAuth client's secret."""
+        others = (self.webhook_secret, self.github_client_secret)
+        return (*self.private_key_lines(), *(value for value in others if value))
+
     def private_key_lines(self) -> tuple[str, ...]:
         """The App's private key and each of its lines, to mask wherever any of it is printed;
         nothing without a key, or when its file cannot be read (the App's client says why)."""
@@ -236,7 +269,7 @@ class Settings(BaseSettings):
 
     def sandbox_policy(self) -> Sandbox:
         """Where agents and checks run: Ratchet's home and secret files are never visible."""
-        hidden = [self.home]
+        hidden = [self.home, self.credentials_path]
         if self.github_private_key_file is not None:
             hidden.append(self.github_private_key_file)
         ledger = sqlite_path(self.ledger_url)
@@ -288,7 +321,7 @@ class Settings(BaseSettings):
             agent_prices=self.prices(),
             redact=Redactor.from_environment(os.environ,
                                              urls=(self.store_url, self.broker_url),
-                                             secrets=self.private_key_lines()),
+                                             secrets=self.secret_values()),
             default_agent_command=self.agent_command,
             default_agent=self.agent,
             budget=self.budget_defaults(),
@@ -308,6 +341,20 @@ class Settings(BaseSettings):
 
 class SettingsError(Exception):
     """A RATCHET_* variable has a value that cannot be used; the message names it."""
+
+
+class _CredentialsFileSource(PydanticBaseSettingsSource):
+    """The App's credentials file (``app/credentials_file.py``) as a settings source: read
+    once with the other settings, below the variables."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[object, str, bool]:
+        return None, field_name, False  # __call__ reads the whole file at once
+
+    def __call__(self) -> dict[str, object]:
+        try:
+            return settings_from_file(os.environ)
+        except CredentialsFileError as exc:
+            raise SettingsError(f"invalid settings: {exc}") from None
 
 
 def load_settings() -> Settings:

@@ -142,21 +142,27 @@ def _open_at(parent: int, part: str, shown: str, *, last: bool) -> int:
         raise UnsafePath(shown, "unreadable", f"{shown}: {exc.strerror or exc}") from exc
 
 
-def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+def write_atomic(path: Path, data: bytes, *, durable: bool = True, mode: int = 0o666,
+                 overwrite: bool = True) -> None:
     """Write-then-rename: a reader sees the old file or the whole new one. ``durable`` syncs
     the data first, so a power loss cannot leave an empty file under the new name either
-    (projections that are rewritten from the ledger anyway skip it)."""
+    (projections that are rewritten from the ledger anyway skip it). The file is created with
+    ``mode`` (less the umask) from its first byte; without ``overwrite`` it is linked into
+    place, and an existing ``path`` is ``FileExistsError`` with nothing changed."""
     import secrets  # here: reading files, which planning does, never needs it
 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
-        with open(tmp, "wb") as fh:
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), "wb") as fh:
             fh.write(data)
             if durable:
                 fh.flush()
                 os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()

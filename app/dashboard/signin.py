@@ -29,8 +29,9 @@ from app.dashboard.sessions import (
     signed_in_operator,
     take_state,
 )
+from github.manifest import SIGN_IN_CALLBACK
 
-CALLBACK = "/auth/callback"
+CALLBACK = SIGN_IN_CALLBACK  # the App manifest registers it as the OAuth callback
 
 
 class SignIn:
