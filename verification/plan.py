@@ -56,6 +56,7 @@ from verification.select import (
     select,
 )
 from verification.task_runners import TaskLookup
+from verification.tools import kinds
 from verification.tree import Tree, read_texts
 from verification.workspaces import Ecosystem, Layout, declared_names, find_layout
 
@@ -77,6 +78,8 @@ __all__ = [
     "plan_change",
 ]
 
+# The pre-commit config, whose hooks are checks (`hooks`, read only when it exists).
+HOOKS_FILE = ".pre-commit-config.yaml"
 # Why a check only the base's layout plans runs, in `--explain`.
 BASE_STEP = "planned by the base revision's manifests: a change cannot drop this check"
 # Kinds of check a workspace root's runner runs for members that have none of their own.
@@ -163,13 +166,15 @@ def _plan_tree(changed: list[str], tree: Tree, config: VerifyConfig, *, base: Tr
     assembly = _Assembly(layout, Runners(layout, index, manifests), configured, config)
     assembly.add_selected(selection)
     assembly.add_root_runners(selection)
+    lookup = task_lookup(layout, index, manifests)
+    if index.has(".", HOOKS_FILE) and "." not in configured:
+        assembly.add_hooks(manifests.text(HOOKS_FILE) or "", selection, lookup)
     if workflows is not None and (workflows.by_path or workflows.problems):
         from verification.ci import read_ci
 
         verifying = [path for path, status in selection.files.items()
                      if status.kind not in ("ignored", "documentation")]
 
-        lookup = task_lookup(layout, index, manifests)
         assembly.add_ci(read_ci(workflows, verifying, _Folders(tree), lookup.scripts,
                                 lookup.resolver), selection)
     if assembly.checks:
@@ -385,6 +390,50 @@ class _Assembly:
                                                    detected.ecosystem is ecosystem):
                             covered = _concerning(because, workspace, detected, selection)
                             self._add(check, detected, {f: (*s, step) for f, s in covered.items()})
+
+    def add_hooks(self, text: str, selection: Selection, lookup: TaskLookup) -> None:
+        """The repository's pre-commit hooks (`hooks`) for the changed files each runs on
+        (every file it matches when the config itself changed): a local hook running its
+        entry as it is becomes a root check of the kind of what it runs; a hook pre-commit
+        must install (a repository's, an environment's), or one rewriting files, is listed
+        as a step not run."""
+        from verification.hooks import matching, read_hooks
+
+        config = read_hooks(text)
+        if config.problem is not None:
+            self.unverified_steps.append(UnverifiedStep(HOOKS_FILE, "", "", config.problem))
+            return
+        verifying = [path for path, status in selection.files.items()
+                     if status.kind not in ("ignored", "documentation")]
+        whole = HOOKS_FILE in selection.files
+        if not verifying:
+            return
+        timeout = float(self.config.timeout)
+        for hook in config.hooks:
+            files = matching(hook, verifying)
+            if not hook.runs or not (files or whole or hook.always_run):
+                continue
+            label = f"hook {hook.id}"
+            if not hook.local:
+                what = f"a {hook.language} environment" if hook.repo == "local" else hook.repo
+                self.unverified_steps.append(UnverifiedStep(
+                    HOOKS_FILE, "", label, f"pre-commit installs it from {what} first, which "
+                                           "needs the network: not run here"))
+                continue
+            uses = lookup.line_uses(hook.entry, ".")
+            if any(use.writes for use in uses):
+                self.unverified_steps.append(UnverifiedStep(
+                    HOOKS_FILE, "", label, "rewrites the files it checks: not verification"))
+                continue
+            found = kinds(uses)
+            check = PlannedCheck(f"pre-commit-{re.sub(r'[^A-Za-z0-9._-]+', '-', hook.id)}", ".",
+                                 found[0] if found else "lint",
+                                 hook.command(None if whole else files), timeout, None)
+            because = {f: (f"the pre-commit hook {hook.id} runs on it",)
+                       for f in (files if files or not hook.always_run else verifying)}
+            if whole:
+                because[HOOKS_FILE] = (f"{HOOKS_FILE} declares the hook {hook.id}",)
+            self._add(check, None, because)
 
     def add_ci(self, ci: CiPlan, selection: Selection) -> None:
         """The checks of the CI jobs the change triggers, for the files each covers
