@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test test-fast test-agents try-agent agent-clis lint bench clean system-deps browser-deps
+.PHONY: run test test-fast test-agents try-agent agent-clis lint bench corpus clean system-deps browser-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,11 @@ test-agents: $(VENV)/.installed-dev system-deps agent-clis
 # `make try-agent AGENT=claude`.
 try-agent: $(VENV)/.installed-dev system-deps
 	RATCHET_AGENTS_FROM_PATH=1 $(BIN)/python -m pytest -m agents -x tests/agents/test_$(AGENT).py $(PYTEST_ARGS)
+
+# The verification corpus (tests/verification/corpus/README.md): real commits of real repositories
+# planned from local mirrors (RATCHET_CORPUS_MIRRORS), scored per repository against their CI.
+corpus: $(VENV)/.installed-dev
+	$(BIN)/python tests/verification/corpus/report.py -v
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
