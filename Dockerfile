@@ -2,9 +2,11 @@
 #   docker build -t ratchet .                        # service: Ratchet, git, bubblewrap
 #   docker build --target agents -t ratchet:agents . # and node with the pinned agent CLIs
 # README.md ("Run it as a GitHub App", "Containers") has the `docker run` and compose.yaml
-# commands. The image serves on 0.0.0.0, which `ratchet serve` refuses without sign-in: give it
-# the App's OAuth client (RATCHET_GITHUB_CLIENT_ID and _SECRET, with the App) or at least
-# RATCHET_API_TOKEN (then /api/* by that token only); it exits 2 naming what to set otherwise.
+# commands. The image serves on 0.0.0.0, which `ratchet serve` refuses without sign-in: the
+# App's credentials file (`ratchet github-app create` writes it; the README copies it into the
+# volume, where RATCHET_GITHUB_CREDENTIALS below names it) or RATCHET_GITHUB_CLIENT_ID and
+# _SECRET with the App's settings, or at least RATCHET_API_TOKEN (/api/* by that token only);
+# otherwise it exits 2 naming what to set.
 #   docker run --init -v ratchet:/var/lib/ratchet ratchet worker --processes 2   # a worker
 # --init (compose: `init: true`) puts tini in front as PID 1: it reaps the git and agent
 # grandchildren that Ratchet orphans; signals still reach `ratchet` unchanged.
@@ -37,7 +39,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PATH=/opt/ratchet/bin:$PATH \
-    RATCHET_HOME=/var/lib/ratchet
+    RATCHET_HOME=/var/lib/ratchet \
+    RATCHET_GITHUB_CREDENTIALS=/var/lib/ratchet/github-app.json
 
 # git: workspaces are git worktrees and publishing pushes a branch. bubblewrap: the sandbox of
 # agents and checks. Not version-pinned: the base image's Debian release moves, and an exact

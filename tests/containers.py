@@ -25,6 +25,7 @@ import httpx
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from app.credentials_file import CREDENTIALS_VAR, AppCredentialsFile, write_credentials
 from app.settings import Settings
 from tests.fakes.fakegithub import FakeGitHub
 from tests.services import free_port
@@ -32,8 +33,12 @@ from tests.services import free_port
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TARGET = "service"  # the Dockerfile's last stage: what `docker build .` makes
 START_SECONDS = 30.0  # the most a service may take to answer /healthz (slow CI machines)
-# The RATCHET_* variables Ratchet reads as settings (app/settings.py).
-KNOWN_SETTINGS = frozenset(f"RATCHET_{name.upper()}" for name in Settings.model_fields)
+# The RATCHET_* variables Ratchet reads as settings (app/settings.py), and where the App's
+# credentials file is (app/credentials_file.py).
+KNOWN_SETTINGS = frozenset({*(f"RATCHET_{name.upper()}" for name in Settings.model_fields),
+                            CREDENTIALS_VAR})
+# The App `ratchet github-app create` registered, as its credentials file says.
+APP_ID, APP_SLUG, PUBLIC_URL = 123456, "my-ratchet", "https://ratchet.example.com"
 
 
 @dataclass(frozen=True)
@@ -261,14 +266,20 @@ def key_pem() -> bytes:
 
 class Host:
     """This host standing in for Docker: named volumes and mounts as folders of the test, the
-    files the README copies into them, the fake GitHub answering for github.com with the App
-    the README's settings name."""
+    files the README copies into them (the App's credentials file, as ``ratchet github-app
+    create`` writes it), the fake GitHub answering for github.com with that App."""
 
     def __init__(self, root: Path, fake: FakeGitHub) -> None:
         self.root, self.fake, self.key = root, fake, key_pem()
         self.mounts: dict[str, Path] = {}
-        (root / "ratchet.pem").write_bytes(self.key)  # what GitHub gave the maintainer
-        (root / "ratchet.pem").chmod(0o600)
+        fake.register_app(app_id=APP_ID, slug=APP_SLUG, private_key_pem=self.key)
+        self.credentials = root / "github-app.json"
+        write_credentials(self.credentials, AppCredentialsFile(
+            app_id=APP_ID, slug=APP_SLUG, private_key=self.key.decode(),
+            webhook_secret="webhook-secret-from-github", client_id="Iv1.from-github",
+            client_secret="client-secret-from-github", api_url=fake.base_url,
+            web_url=fake.base_url, html_url=f"{fake.base_url}/apps/{APP_SLUG}",
+            public_url=PUBLIC_URL), overwrite=False)
 
     def volume(self, target: str, name: str) -> Path:
         """The folder standing in for volume (or bind mount) ``name`` at ``target``."""
@@ -278,25 +289,21 @@ class Host:
         return folder
 
     def copy_in(self, script: str, stdin: str) -> None:
-        """``sh -c SCRIPT < STDIN`` as the image's shell runs it, its paths mapped."""
+        """``sh -c SCRIPT < STDIN`` as the image's shell runs it, its paths mapped; the file
+        on stdin is the one of that name this host has (the credentials file)."""
         for target, folder in self.mounts.items():
             script = script.replace(target, str(folder))
-        with (self.root / stdin).open("rb") as source:
+        with (self.root / Path(stdin).name).open("rb") as source:
             subprocess.run(["sh", "-c", script], stdin=source, check=True, cwd=self.root)
 
     def environment(self, image: Mapping[str, str],
                     given: Mapping[str, str | None]) -> dict[str, str]:
         """What the container's ``ratchet`` sees: the image's ENV and the variables given
         (``None``: passed from the host, here a placeholder), paths mapped."""
-        env = dict(image)
+        env = {CREDENTIALS_VAR: str(self.root / "nowhere" / "github-app.json"), **image}
         for name, value in given.items():
             env[name] = f"placeholder-{name.lower()}" if value is None else value
         env = {name: map_paths(value, self.mounts) for name, value in env.items()}
-        # github.com is out of reach: the fake answers for it, with the App the settings name.
-        env["RATCHET_GITHUB_API_URL"] = self.fake.base_url
-        if "RATCHET_GITHUB_APP_ID" in env:
-            self.fake.register_app(app_id=int(env["RATCHET_GITHUB_APP_ID"]),
-                                   slug=env["RATCHET_GITHUB_APP_SLUG"], private_key_pem=self.key)
         # The agent named is a real CLI this host may lack (the image has it): a stand-in.
         env.pop("RATCHET_AGENT", None)
         env["RATCHET_AGENT_COMMAND"] = "true"

@@ -142,7 +142,9 @@ def dashboard_config(settings: Settings, *, host: str, port: int = 8000) -> Dash
             f"refusing to serve the dashboard on {host}, which is not a loopback address,"
             " without sign-in: set RATCHET_GITHUB_CLIENT_ID and RATCHET_GITHUB_CLIENT_SECRET"
             " (the GitHub App's OAuth client) and/or RATCHET_API_TOKEN, or serve on"
-            " --host 127.0.0.1"
+            " --host 127.0.0.1; `ratchet github-app create` writes the App with its OAuth"
+            f" client to a credentials file, looked for at {settings.credentials_path}"
+            " (RATCHET_GITHUB_CREDENTIALS), where there is none"
         )
     return DashboardConfig(
         access=access,
