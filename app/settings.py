@@ -19,6 +19,7 @@ from pydantic_settings import (
 from app.credentials_file import (
     CredentialsFileError,
     credentials_path,
+    read_credentials,
     settings_from_file,
 )
 from plumbing.environment import parse_names
@@ -246,6 +247,19 @@ class Settings(BaseSettings):
     def credentials_path(self) -> Path:
         """Where the App's credentials file is (or would be written)."""
         return credentials_path(os.environ)
+
+    def key_from_credentials_file(self) -> Path | None:
+        """The credentials file the App's key was read from, or None when a variable gave it
+        (or there is none): what doctor's remedies name."""
+        if self.github_private_key_file is not None or not self.github_private_key:
+            return None
+        try:
+            saved = read_credentials(self.credentials_path)
+        except CredentialsFileError:
+            return None
+        if saved is None or saved.private_key != self.github_private_key:
+            return None
+        return self.credentials_path
 
     def secret_values(self) -> tuple[str, ...]:
         """Every secret these settings hold, to mask wherever text is printed: the App's key

@@ -1,7 +1,8 @@
 """The GitHub App: its private key parses, GitHub (RATCHET_GITHUB_API_URL) accepts a JWT signed
 with it (``GET /app``), its slug is the one configured, and the webhook secret is set.
 
-The credentials are read exactly as the service reads them (``app.github.app_credentials``);
+The credentials are read exactly as the service reads them (``app.github.app_credentials``:
+variables, or the credentials file ``ratchet github-app create`` wrote, which lines name);
 nothing of the key or the secret is ever printed. GitHub refusing the JWT (401: the key is
 not the App's; 404: no App has that id) is fatal; GitHub not answering is a failure but not a
 fatal one: an outage passes, and a service need not stop for it.
@@ -15,7 +16,8 @@ from app.doctor.findings import Check, Finding, fail, ok, skip, warn
 from app.github import app_credentials
 from app.settings import Settings, SettingsError
 from github.client import GitHubClient
-from github.errors import BadCredentials, GitHubFailure, NotFound
+from github.credentials import load_private_key
+from github.errors import BadCredentials, GitHubFailure, GitHubSettingsError, NotFound
 
 # Seconds GitHub gets to answer ``GET /app``: a start-up check must not hold a service long.
 GITHUB_TIMEOUT_S = 10.0
@@ -35,9 +37,14 @@ class AuthenticatedApp(BaseModel):
 def github_app_finding(settings: Settings) -> Finding:
     if settings.github_app_id is None:
         return skip(Check.GITHUB_APP, NOT_CONFIGURED)
+    from_file = settings.key_from_credentials_file()
+    again = "register it again with `ratchet github-app create --force`"
     try:
         credentials = app_credentials(settings)
     except SettingsError as exc:  # the key does not parse, cannot be read, or is missing
+        if from_file is not None and not _parses(settings.github_private_key or ""):
+            return fail(Check.GITHUB_APP, f"the private key in {from_file} is not an"
+                                          f" unencrypted RSA PEM key: {again}")
         return fail(Check.GITHUB_APP, str(exc).removeprefix("invalid settings: "))
     assert credentials is not None  # an App id is set
     api = credentials.api_url
@@ -46,11 +53,21 @@ def github_app_finding(settings: Settings) -> Finding:
     try:
         answer = AuthenticatedApp.model_validate(client.get("/app", installation=None))
     except BadCredentials as exc:
+        if from_file is not None:
+            return fail(Check.GITHUB_APP, f"{api} refused the App's JWT ({_said(exc)}): the"
+                                          f" private key in {from_file} is not App"
+                                          f" {credentials.app_id}'s; generate one on the App's"
+                                          " settings page and point"
+                                          f" RATCHET_GITHUB_PRIVATE_KEY_FILE at it, or {again}")
         return fail(Check.GITHUB_APP, f"{api} refused the App's JWT ({_said(exc)}): the private"
                                       f" key is not App {credentials.app_id}'s; generate one on"
                                       " the App's settings page and point"
                                       " RATCHET_GITHUB_PRIVATE_KEY_FILE at it")
     except NotFound as exc:
+        if from_file is not None:
+            return fail(Check.GITHUB_APP, f"{api} knows no App {credentials.app_id}"
+                                          f" ({_said(exc)}), the App of {from_file}: if it was"
+                                          f" deleted, {again}")
         return fail(Check.GITHUB_APP, f"{api} knows no App {credentials.app_id} ({_said(exc)}):"
                                       " set RATCHET_GITHUB_APP_ID to the 'App ID' on the App's"
                                       " settings page (or RATCHET_GITHUB_API_URL to its"
@@ -62,7 +79,7 @@ def github_app_finding(settings: Settings) -> Finding:
         return fail(Check.GITHUB_APP, f"{api} answered GET /app with no App in it: is"
                                       " RATCHET_GITHUB_API_URL a GitHub API root?")
     accepted = (f"{api} accepts the App's JWT: App {answer.slug or answer.name!r}"
-                f" (id {answer.id})")
+                f" (id {answer.id})" + (f", credentials from {from_file}" if from_file else ""))
     if settings.github_app_slug is None and answer.slug:
         return warn(Check.GITHUB_APP, f"{accepted}; set RATCHET_GITHUB_APP_SLUG={answer.slug}"
                                       " so Ratchet knows its own bot's comments")
@@ -85,6 +102,14 @@ def webhook_secret_finding(settings: Settings) -> Finding:
                                           " unsigned deliveries: local development only")
     return fail(Check.WEBHOOK_SECRET, "not set, so every delivery is refused (503): set"
                                       " RATCHET_WEBHOOK_SECRET to the App's webhook secret")
+
+
+def _parses(pem: str) -> bool:
+    try:
+        load_private_key(pem)
+    except GitHubSettingsError:
+        return False
+    return True
 
 
 def _said(exc: GitHubFailure) -> str:

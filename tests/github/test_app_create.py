@@ -18,6 +18,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
@@ -176,11 +178,27 @@ def test_the_app_is_created_saved_0600_and_doctor_reads_it(
         "GEMINI_API_KEY": KEY_VALUE, "XDG_CONFIG_HOME": str(tmp_path / "config")})
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert checked.lines["github-app"] == (f"ok {github.base_url} accepts the App's JWT: App"
-                                           f" 'ratchet' (id {app.id})")
+                                           f" 'ratchet' (id {app.id}), credentials from {path}")
     assert checked.lines["webhook-secret"] == ("ok set: deliveries without its signature are"
                                                " refused")
     assert checked.lines["public-url"] == f"ok {public_url}/healthz answers"
     assert_no_secret(checked.stdout + checked.stderr, path, github)
+
+    # A key in the file that is not the App's: doctor names the file and what to do.
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    saved["private_key"] = other.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption()).decode()
+    path.write_text(json.dumps(saved))
+    refused = doctor(tmp_path, {"PATH": f"{stub_folder(tmp_path)}:/usr/bin:/bin",
+                                "RATCHET_AGENT": "gemini", "GEMINI_API_KEY": KEY_VALUE,
+                                "XDG_CONFIG_HOME": str(tmp_path / "config")})
+    assert refused.returncode == 1
+    assert refused.lines["github-app"] == (
+        f"FAIL {github.base_url} refused the App's JWT (401 A JSON web token could not be"
+        f" decoded): the private key in {path} is not App {app.id}'s; generate one on the App's"
+        " settings page and point RATCHET_GITHUB_PRIVATE_KEY_FILE at it, or register it again"
+        " with `ratchet github-app create --force`")
 
 
 def test_an_organizations_app_is_registered_on_its_page(tmp_path: Path,
