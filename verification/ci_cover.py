@@ -66,6 +66,8 @@ def _concerns(job: CiJob, check: CiCheck, file: str, kind: str, selection: Selec
         return True
     if kind == "runs":
         return job.explicit or re.search(selection.runs[file].pattern, check.script) is not None
+    if kind == "unowned":
+        return job.explicit  # no tool reads it: only a workflow whose paths name it
     if job.explicit:
         return True
     tool = tool_of(file)

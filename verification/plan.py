@@ -362,10 +362,21 @@ class _Assembly:
             return
         for workspace in sorted(self.layout.workspaces.keys() | self.configured.keys()):
             for check, detected in self._workspace_checks(workspace):
+                text = self._runs_text(check, detected)
                 self._add(check, detected, {
                     file: (f"{check.command!r} runs {runs.what}",)
                     for file, runs in selection.runs.items()
-                    if re.search(runs.pattern, check.command)})
+                    if re.search(runs.pattern, text)})
+
+    def _runs_text(self, check: PlannedCheck, detected: DetectedCheck | None) -> str:
+        """What a check's command runs, as text: a package script's body too (`pnpm run test`
+        running `turbo run test`)."""
+        if detected is None or detected.task is None or detected.ecosystem is not Ecosystem.NODE:
+            return check.command
+        scripts = mapping(self.runners.manifests.json(join(check.workspace, "package.json"))
+                          .get("scripts"))
+        body = scripts.get(detected.task)
+        return f"{check.command}\n{body}" if isinstance(body, str) else check.command
 
     def add_root_runners(self, selection: Selection) -> None:
         """A member with no lint, typecheck or test command of an ecosystem is covered by its

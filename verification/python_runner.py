@@ -49,6 +49,8 @@ PYTEST_COMMAND = f"python -m pytest {PYTEST_ARGS}"
 _PY = Ecosystem.PYTHON
 # The tools each detected check runs (tox, nox and make run pytest too).
 _RUFF, _MYPY, _PYTEST = frozenset({"ruff"}), frozenset({"mypy"}), frozenset({"pytest"})
+# Task runners a detected test command may run pytest through: their files concern it too.
+_TASK_RUNNERS = frozenset({"tox", "nox", "make"})
 # pytest's own `norecursedirs` when the configuration sets none.
 _NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
 
@@ -154,11 +156,13 @@ def python_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: M
         candidates = [*candidates, *tests.sources.get(workspace, [])]
     files = [f for f in candidates if config.collects(f)]
     if files:
-        checks.append(DetectedCheck("pytest", "test", _test_command(
+        command = _test_command(
             workspace, runner, index, manifests, pyproject,
             ignores=[] if testpaths else [*nested, *(
                 [] if config.configured else sorted(tests.fixture_dirs.get(workspace, ())))],
-        ), _PY, _PYTEST | uv))
+        )
+        runs = frozenset({command.split()[0]}) & _TASK_RUNNERS  # tox, nox, make run pytest
+        checks.append(DetectedCheck("pytest", "test", command, _PY, _PYTEST | uv | runs))
     return checks
 
 

@@ -5,13 +5,17 @@ Pure. Each changed file is classified, in this order:
 1. `ignored`: `.github/ratchet.yml` declares it unverified on purpose (`verify.ignore`).
 2. `global`: the Ratchet config and `.tool-versions` shape every build: every workspace.
    `runs`: a CI file (`.github/workflows/`, ...), the root `.pre-commit-config.yaml`,
-   `Makefile` or `justfile` is verified only by the checks whose command runs it (actionlint
-   or zizmor, pre-commit, make, just); with none, it is listed as unverified, saying so.
+   `Makefile` or `justfile`, a `turbo.json` or `nx.json` is verified only by the checks whose
+   command runs it (actionlint or zizmor, pre-commit and the hooks it declares, make, just,
+   turbo, nx); with none, it is listed as unverified, saying so.
 3. `documentation`: Markdown, reST, licences... outside test folders (a Markdown file under
-   `tests/` or `fixtures/` is a test input, so it counts as code).
+   `tests/` or `fixtures/` is a test input, so it counts as code). `unowned`: a file no tool
+   reads when a check runs (`.gitattributes`, `.gitignore`, `.vscode/`, `dependabot.yml`,
+   `renovate.json`, ...) plans nothing and is listed as unverified, saying so.
 4. `lockfile`: the workspaces installing from it whose resolution changed (the lockfile diffed
    per package against the base, see `lockfiles`), or all of them when that is unknown.
-5. `shared`: a tool's config (`.eslintrc.*`, `tsconfig*.json`, `ruff.toml`, `mypy.ini`, ...):
+5. `shared`: a tool's config (`.eslintrc.*`, `tsconfig*.json`, `ruff.toml`, `mypy.ini`,
+   `pytest.ini`, `tox.ini`, `noxfile.py`, `pyrightconfig.json`, ...):
    only the checks running that tool (`Tool`), in the workspaces of its ecosystem at or below
    its folder (else the one holding it); a tool no detected check runs (flake8, pyright,
    clippy...) plans nothing, and the file is listed as unverified with that reason. A
@@ -81,11 +85,42 @@ RUN_ROOT_FILES = {
 }  # fmt: skip
 
 
+# A monorepo task runner's configuration, in any folder: what runs that task runner.
+RUN_FILES = {
+    "turbo.json": Runs("the turbo configuration", r"\bturbo\b",
+                       "turbo.json: no check runs turbo"),
+    "nx.json": Runs("the Nx configuration", r"\bnx\b", "nx.json: no check runs nx"),
+}  # fmt: skip
+
+
 def runs_of(path: str) -> Runs | None:
-    """What verifies `path` if it is a CI file or a root file checks run (a Makefile)."""
+    """What verifies `path` if it is a CI file, a root file checks run (a Makefile) or a task
+    runner's configuration (`turbo.json`)."""
     if path.startswith(WORKFLOW_FOLDERS) or path in WORKFLOW_ROOT_FILES:
         return _WORKFLOW
-    return RUN_ROOT_FILES.get(path)
+    return RUN_ROOT_FILES.get(path) or RUN_FILES.get(basename(path))
+
+
+# Files no tool reads when a check runs: repository metadata, editor and bot settings. A
+# change to them alone plans nothing, and says so (neutral, not every check of the root).
+UNOWNED_NAMES = frozenset({
+    ".gitattributes", ".gitignore", ".mailmap", ".git-blame-ignore-revs", "renovate.json",
+    "renovate.json5", ".renovaterc", ".renovaterc.json", "codecov.yml", ".codecov.yml",
+    ".coderabbit.yaml", ".gitpod.yml", ".all-contributorsrc", ".readthedocs.yaml",
+    ".readthedocs.yml", "CITATION.cff",
+})  # fmt: skip
+UNOWNED_FOLDERS = (".vscode/", ".idea/", ".devcontainer/", ".github/ISSUE_TEMPLATE/",
+                   ".github/DISCUSSION_TEMPLATE/", ".github/PULL_REQUEST_TEMPLATE/")
+_UNOWNED_GITHUB = re.compile(r"^\.github/(?:dependabot|FUNDING|labeler|release|release-drafter|"
+                             r"stale|settings|renovate|codecov|PULL_REQUEST_TEMPLATE)"
+                             r"\.(?:ya?ml|json5?|md)$")
+
+
+def is_unowned(path: str) -> bool:
+    """True for a file no tool reads when a check runs (see `UNOWNED_NAMES`)."""
+    if basename(path) in UNOWNED_NAMES:
+        return has_part(path, TEST_DIRS) is None  # a fixture's .gitignore is test data
+    return path.startswith(UNOWNED_FOLDERS) or _UNOWNED_GITHUB.match(path) is not None
 
 
 # Documentation: a change to these alone plans nothing.
@@ -103,10 +138,9 @@ LOCKFILES = {
 
 # Toolchain pins and configs shared by the workspaces of one ecosystem below them.
 SHARED_FILES = {
-    "pytest.ini": _PY, "tox.ini": _PY, "noxfile.py": _PY,
     "constraints.txt": _PY,
     ".npmrc": _NODE, ".yarnrc": _NODE,
-    ".yarnrc.yml": _NODE, "turbo.json": _NODE, "nx.json": _NODE, "lerna.json": _NODE,
+    ".yarnrc.yml": _NODE, "lerna.json": _NODE,
     "pnpm-workspace.yaml": _NODE,
     "rust-toolchain": _RUST, "rust-toolchain.toml": _RUST,
     "go.work": _GO,
@@ -129,9 +163,15 @@ class Tool:
     # Checks of these kinds whose command names no known tool (`node scripts/lint.js`) may
     # run it: they count as running it.
     kinds: frozenset[str] = frozenset()
+    # Other tools reading the file (pytest reads tox.ini's `[pytest]` section).
+    readers: frozenset[str] = frozenset()
+
+    @property
+    def names(self) -> frozenset[str]:
+        return self.readers | {self.name}
 
     def runs_in(self, check: DetectedCheck) -> bool:
-        return self.name in check.tools or (not check.tools and check.kind in self.kinds)
+        return bool(self.names & check.tools) or (not check.tools and check.kind in self.kinds)
 
 
 _LINT, _TYPECHECK = frozenset({"lint"}), frozenset({"typecheck"})
@@ -156,6 +196,11 @@ TOOL_FILES = {
     # are read by version managers CI runs (nvm, setup-node, goenv), no check in the sandbox.
     ".python-version": Tool("uv", _PY), ".nvmrc": Tool("nvm", _NODE),
     ".node-version": Tool("nodenv", _NODE), ".go-version": Tool("goenv", _GO),
+    # Test runners' and task runners' own files: the checks running them.
+    "pytest.ini": Tool("pytest", _PY), "tox.ini": Tool("tox", _PY, readers=frozenset({"pytest"})),
+    "tox.toml": Tool("tox", _PY), "noxfile.py": Tool("nox", _PY),
+    ".editorconfig": Tool("editorconfig", _NODE,
+                          readers=frozenset({"prettier", "editorconfig-checker"})),
 }  # fmt: skip
 TOOL_PREFIXES = (
     (".eslintrc", _ESLINT), ("eslint.config.", _ESLINT), (".prettierrc", _PRETTIER),
@@ -175,7 +220,7 @@ def tool_of(path: str) -> Tool | None:
 
 
 FileKind = Literal["ignored", "global", "documentation", "lockfile", "shared", "code", "outside",
-                   "runs"]
+                   "runs", "unowned"]
 Steps = tuple[str, ...]
 
 
@@ -302,6 +347,9 @@ def select(
             selection.runs[path] = runs
         elif is_documentation(path):
             selection.files[path] = FileStatus("documentation", "nothing to check")
+        elif is_unowned(path):
+            selection.files[path] = FileStatus(
+                "unowned", "no tool reads it when a check runs: nothing verifies it")
         elif basename(path) in LOCKFILES:
             _lockfile(path, layout, manifests, base, selection, pick)
         elif path in declarations:

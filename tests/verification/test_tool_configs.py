@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import layouts
-from verify_helpers import Files, write
+from verify_helpers import Files, git, write
 
 from verification.config import VerifyConfig
 from verification.explain import render_text
@@ -136,3 +136,82 @@ def test_an_interpreter_pin_plans_the_checks_that_honour_it(
         assert (result.plan.checks, result.plan.unverified) == ((), (name,)), name
         assert f"configures {manager}, and no planned check runs {manager}" in render_text(
             result.explanation)
+
+
+PYTEST_INI = """\
+[pytest]
+minversion = 8.0
+addopts = -ra --strict-markers
+testpaths = tests
+filterwarnings =
+    error
+"""
+TOX_INI = """\
+[tox]
+envlist = py312, lint
+
+[testenv]
+deps = pytest
+commands = pytest {posargs}
+
+[testenv:lint]
+deps = ruff
+commands = ruff check .
+
+[pytest]
+addopts = -ra
+"""
+
+
+def test_test_runner_and_task_runner_files_plan_their_own_tool(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    """pytest.ini concerns pytest (the members' too: pytest finds the root's file walking up
+    from a member without a pytest section), not ruff or mypy; tox.ini the tox command (and
+    pytest, which reads its [pytest] section); noxfile.py the nox command."""
+    root = make_repo({**layouts.uv_workspace(), "pytest.ini": PYTEST_INI, "mypy.ini": "[mypy]\n"})
+    assert keys(planned(root, "pytest.ini").plan) == {
+        "pytest", "packages/cli:pytest", "packages/core:pytest"}
+
+
+def test_tox_and_nox_files_plan_the_tests_they_run(make_repo: Callable[[Files], Path]) -> None:
+    root = make_repo({  # a project without a lockfile: its tests run through tox
+        "pyproject.toml": '[project]\nname = "lone"\nversion = "1.0"\n\n[tool.ruff]\n',
+        "tox.ini": TOX_INI, "src/lone/__init__.py": "", "tests/test_lone.py": "def test_x(): ...\n",
+    })  # fmt: skip
+    assert {c.key: c.command for c in planned(root, "tox.ini").plan.checks} == {
+        "pytest": "tox -e py"}
+    git(root, "rm", "-q", "tox.ini")
+    write(root, {"noxfile.py": "import nox\n\n@nox.session\ndef tests(session):\n"
+                               "    session.run('pytest')\n"})
+    assert {c.key: c.command for c in planned(root, "noxfile.py").plan.checks} == {
+        "pytest": "nox -s tests"}
+
+
+def test_turbo_json_plans_the_checks_running_turbo(make_repo: Callable[[Files], Path]) -> None:
+    files = layouts.pnpm_workspace()
+    files["turbo.json"] = '{"tasks": {"build": {"dependsOn": ["^build"]}}}\n'
+    root = make_repo(files)
+    alone = planned(root, "turbo.json")
+    assert (alone.plan.checks, alone.plan.unverified) == ((), ("turbo.json",))
+    assert "turbo.json: no check runs turbo" in render_text(alone.explanation)
+    package = json.loads(files["package.json"])
+    package["scripts"]["build"] = "turbo run build"
+    write(root, {"package.json": layouts.package_json(package)})
+    assert keys(planned(root, "turbo.json").plan) == {"node-build"}
+
+
+def test_a_file_no_tool_reads_plans_nothing_and_says_so(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    root = make_repo({**layouts.pnpm_workspace(), "biome.json": "{}\n"})
+    for path in (".gitattributes", ".gitignore", ".vscode/settings.json",
+                 ".github/dependabot.yml", "renovate.json", ".github/ISSUE_TEMPLATE/bug.yml",
+                 "packages/cli/.gitignore"):
+        write(root, {path: "x\n"})
+        result = planned(root, path)
+        assert (result.plan.checks, result.plan.unverified) == ((), (path,)), path
+        assert "no tool reads it when a check runs" in render_text(result.explanation), path
+    # A fixture's .gitignore is test data: its package's checks run.
+    write(root, {"packages/parser/__tests__/fixtures/basic/.gitignore": "dist\n"})
+    assert planned(root, "packages/parser/__tests__/fixtures/basic/.gitignore").plan.checks
