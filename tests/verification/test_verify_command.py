@@ -86,6 +86,23 @@ def test_unusable_settings_stop_verify_before_any_check(monorepo: Path) -> None:
     assert not (monorepo / "web" / "node_modules").exists()
 
 
+def test_verify_help_loads_no_planner() -> None:
+    """`ratchet verify --help` answers from the option parser alone: no planning module, none
+    of the rest of Ratchet."""
+    code = ("import json, sys; from app.entry import main\n"
+            "try:\n    main(['verify', '--help'])\nexcept SystemExit as end:\n"
+            "    print(json.dumps([end.code, sorted(sys.modules)]))")
+    run = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    status, modules = json.loads(run.stdout.splitlines()[-1])
+    assert status == 0
+    assert "--plan-only" in run.stdout
+    planner = ("verification.pipeline", "verification.plan", "verification.workspaces",
+               "verification.select", "tomllib")
+    assert loaded(modules, (*NOT_FOR_PLANNING, *planner)) == []
+
+
 def test_other_commands_and_help_go_to_the_whole_cli() -> None:
     run = ratchet("--help")
     assert run.returncode == 0
