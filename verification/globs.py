@@ -34,13 +34,18 @@ class Wild(Enum):
 STAR, ANY = Wild.STAR, Wild.ANY
 # One item of a segment pattern: a wildcard, a literal character or a character class.
 _Item = Wild | str | re.Pattern[str]
+# A segment pattern: its items, or the segment itself when it has no wildcard (compared at
+# once: member globs like `packages/*` are matched against every manifest folder).
+_Segment = str | tuple[_Item, ...]
+# `*` alone: any one segment.
+_ANY_SEGMENT = (STAR,)
 
 
 @dataclass(frozen=True)
 class Glob:
     """A compiled pattern: per path segment, `STAR` (`**`) or the items of one segment."""
 
-    segments: tuple[Wild | tuple[_Item, ...], ...]
+    segments: tuple[Wild | _Segment, ...]
     valid: bool = True  # False: a class like [z-a], which the ecosystems' tools reject
 
     def matches(self, path: str) -> bool:
@@ -60,7 +65,7 @@ def compile_glob(pattern: str) -> Glob:
     while text.startswith("./"):
         text = text[2:]
     text = text.rstrip("/") or "."
-    segments: list[Wild | tuple[_Item, ...]] = []
+    segments: list[Wild | _Segment] = []
     try:
         for segment in text.split("/"):
             if segment != "**":
@@ -75,7 +80,7 @@ def compile_glob(pattern: str) -> Glob:
     return Glob(tuple(segments))
 
 
-def _segment(segment: str) -> tuple[_Item, ...]:
+def _segment(segment: str) -> _Segment:
     items: list[_Item] = []
     index = 0
     while index < len(segment):
@@ -96,10 +101,15 @@ def _segment(segment: str) -> tuple[_Item, ...]:
         else:
             items.append(char)
         index += 1
-    return tuple(items)
+    literal = "".join(item for item in items if isinstance(item, str))
+    return literal if len(literal) == len(items) else tuple(items)
 
 
-def _segment_matches(pattern: tuple[_Item, ...], segment: str) -> bool:
+def _segment_matches(pattern: _Segment, segment: str) -> bool:
+    if isinstance(pattern, str):
+        return pattern == segment
+    if pattern == _ANY_SEGMENT:
+        return True
     return _wildcard(pattern, segment, _item_matches)
 
 
