@@ -14,7 +14,9 @@ where the repository uses them, with the repository's own configuration:
   declares it, over what its `include` lists.
 - tests only where test files exist outside fixture folders, run by the repository's runner:
   `uv run`/`poetry run pytest`, `tox -e py`, a nox `tests` session, a Makefile `test` target,
-  else `python -m pytest`. A pytest section's `testpaths`, `norecursedirs` and `python_files`
+  else `python -m pytest`. Poe tasks named as checks (`[tool.poe.tasks]` `lint`, `typecheck`,
+  `test`, ...) run as `poe NAME` instead of the detected checks of their kind running the
+  same tools. A pytest section's `testpaths`, `norecursedirs` and `python_files`
   decide which test files count (none collected: no pytest); without `testpaths`, nested
   workspaces (checked on their own) and fixture folders holding test-named files are ignored.
 """
@@ -163,7 +165,43 @@ def python_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: M
         )
         runs = frozenset({command.split()[0]}) & _TASK_RUNNERS  # tox, nox, make run pytest
         checks.append(DetectedCheck("pytest", "test", command, _PY, _PYTEST | uv | runs))
+    if "poe" in tools:
+        checks = _with_poe_tasks(checks, workspace, runner, index, manifests, uv)
     return checks
+
+
+def _with_poe_tasks(checks: list[DetectedCheck], workspace: str, runner: str, index: RepoIndex,
+                    manifests: Manifests, uv: frozenset[str]) -> list[DetectedCheck]:
+    """The workspace's poe tasks named as checks (`lint`, `typecheck`, `test`, a `check` of
+    one kind; `scripts.SCRIPT_NAMES`), run as the repository runs them (`uv run poe test`),
+    instead of the detected checks of their kind running the same tools (for tests, any)."""
+    from verification.scripts import SCRIPT_NAMES
+    from verification.task_runners import TaskLookup
+
+    lookup = TaskLookup(read=manifests.text, toml=manifests.toml, has=index.has)
+    found = lookup.task_file("poe", workspace)
+    if found is None:
+        return checks
+    chosen: list[DetectedCheck] = []
+    called: set[str] = set()
+    for kind, names in SCRIPT_NAMES.items():
+        for name in names:
+            if name not in found.tasks or name in called:
+                continue
+            uses = lookup.line_uses(f"poe {name}", workspace)
+            kinds = list(dict.fromkeys(use.kind for use in uses))
+            if not uses or any(use.writes for use in uses) or (kind is None and len(kinds) != 1):
+                continue
+            if any(c.kind == (kind or kinds[0]) for c in chosen):
+                continue  # one poe task of each kind
+            called |= set(found.tasks[name].calls)
+            tools = frozenset(use.tool for use in uses)
+            chosen.append(DetectedCheck(f"poe-{name}", kind or kinds[0], f"{runner}poe {name}",
+                                        _PY, tools | {"poe"} | uv, name))
+    replaced = [c for c in checks if any(
+        p.kind == c.kind and (c.kind == "test" or c.tools & p.tools - {"uv", "poe"})
+        for p in chosen)]
+    return [c for c in checks if c not in replaced] + chosen
 
 
 def _mypy_files(files: object, *ini_texts: str) -> tuple[str, ...]:

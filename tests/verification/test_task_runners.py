@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import layouts
-from verify_helpers import Files
+from verify_helpers import Files, write
 
 from verification.commandline import commands
 from verification.config import VerifyConfig
@@ -362,3 +362,24 @@ def test_a_ci_step_running_turbo_is_read_through_the_packages_tasks(
     keys = {c.key: c.kind for c in result.plan.checks}
     assert keys["ci.check.npx-turbo-run-typecheck-filter-packages"] == "typecheck"
     assert "ci.check.pnpm-turbo-lint-test" not in keys  # runs eslint and vitest, not tsc
+
+
+def test_poe_tasks_named_as_checks_are_the_projects_checks(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    """The project runs its checks through poe: `uv run --frozen poe lint` replaces the detected
+    ruff, `poe typecheck` (pyright) is planned, `poe test` replaces the detected pytest; the
+    `check` sequence of several kinds is no check of its own, and `format` rewrites files."""
+    files = layouts.uv_workspace()
+    files["pyproject.toml"] += "\n" + PYPROJECT_POE.split("\n\n", 1)[1]
+    root = make_repo(files)
+    plan = planned(root, "src/acme/__init__.py").plan
+    root_checks = {c.id: (c.kind, c.command) for c in plan.checks if c.workspace == "."}
+    assert root_checks == {
+        "poe-lint": ("lint", "uv run --frozen poe lint"),
+        "poe-typecheck": ("typecheck", "uv run --frozen poe typecheck"),
+        "poe-test": ("test", "uv run --frozen poe test"),
+    }
+    # A pyright config change concerns the poe task running pyright.
+    write(root, {"pyrightconfig.json": "{}\n"})
+    assert {c.key for c in planned(root, "pyrightconfig.json").plan.checks} >= {"poe-typecheck"}
