@@ -16,6 +16,7 @@ from __future__ import annotations
 import hmac
 import html
 import json
+import logging
 import secrets
 import threading
 from collections.abc import Callable
@@ -180,6 +181,8 @@ def serve_registration(registration: Registration, server: ThreadingHTTPServer,
     registration's state has been answered; ``finish`` keeps the App's credentials (it raises
     ``RegistrationFailed`` when it cannot)."""
     outcome = Outcome()
+    # httpx logs each request's URL (at INFO), and the exchange's path is the one-time code.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:

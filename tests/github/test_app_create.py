@@ -79,9 +79,10 @@ class Create:
     first_line: str
 
     @classmethod
-    def start(cls, env: dict[str, str], *args: str) -> Create:
+    def start(cls, env: dict[str, str], *args: str, verbose: bool = False) -> Create:
         process = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "github-app", "create", *args], env=env,
+            [sys.executable, "-m", "app.cli", *(["-vv"] if verbose else []), "github-app",
+             "create", *args], env=env,
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert process.stdout is not None
         line = process.stdout.readline()  # the command prints its page's address, then waits
@@ -134,7 +135,9 @@ def assert_no_secret(text: str, path: Path, github: FakeGitHub) -> None:
 
 def test_the_app_is_created_saved_0600_and_doctor_reads_it(
         tmp_path: Path, github: FakeGitHub, public_url: str) -> None:  # noqa: F811
-    create = Create.start(environ(tmp_path, github, RATCHET_PUBLIC_URL=public_url))
+    # At debug level, so that no log line (of httpx's, say) shows a secret or the code either.
+    create = Create.start(environ(tmp_path, github, RATCHET_PUBLIC_URL=public_url),
+                          verbose=True)
     try:
         back = create.click_create()
         code, out, err = create.finish()
