@@ -9,6 +9,7 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,7 @@ from runner.ledger.records import Run, Signal
 from runner.names import EventType, SignalKind, SignalStatus, verb_of
 from runner.neutralise import escape_controls
 from runner.render import render_reply, say_next_action
-from runner.rundir import export_run
+from runner.rundir import export_run, keep_live
 from runner.signal_payloads import (
     Approve,
     ApproveDiff,
@@ -38,8 +39,6 @@ from runner.workflow import is_end, is_stopped
 
 if TYPE_CHECKING:
     from runner.engine import Engine
-
-log = logging.getLogger(__name__)
 
 EXIT_OK = 0  # done, or waiting for a signal
 EXIT_RUN_STOPPED = 1  # the run failed or needs a human
@@ -274,7 +273,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     _announce(f"{run.id}: created (base {run.base_revision})", args.json)
     _project(store, settings, run)
     if args.detach:
-        _announce(_enqueue(settings, run.id), args.json)
+        _announce(_enqueue(settings, store, run.id), args.json)
         return _finish(store, settings, run, args.json, announce=False)
     return _finish(store, settings, engine.drive(run.id), args.json)
 
@@ -289,11 +288,12 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
     store = _store(settings)
-    engine = _engine(store, settings, json_output=args.json)
-    ended_before = is_end(store.get_run(args.run_id).state)
+    moves = _Moves()
+    engine = _engine(store, settings, json_output=args.json, moves=moves)
+    before = store.get_run(args.run_id)
     # An ended run may still have effects to send; driving it sends them and returns.
-    run = engine.drive(args.run_id)
-    if ended_before:
+    run = _drive(engine, before, moves, args.json)
+    if is_end(before.state):
         _announce(f"{run.id}: had already ended ({run.state.value}"
                   + (f": {run.reason}" if run.reason else "") + "); resume changed nothing",
                   args.json)
@@ -511,15 +511,16 @@ def _signal(args: argparse.Namespace, settings: Settings, kind: SignalKind,
     """Put the local user's signal in the run's inbox; unless detached, answer it here and
     continue the run. A refused signal is a usage error saying why (exit 2)."""
     store = _store(settings)
-    engine = _engine(store, settings, json_output=args.json)
+    moves = _Moves()
+    engine = _engine(store, settings, json_output=args.json, moves=moves)
     before = store.get_run(args.run_id)
     if is_end(before.state):
         return _error(f"run {before.id} has already ended ({before.state.value})", EXIT_USAGE)
     signal = engine.signal(args.run_id, kind, author=_who(), payload=payload)
     if args.detach:
-        _announce(_enqueue(settings, args.run_id), args.json)
+        _announce(_enqueue(settings, store, args.run_id), args.json)
         return _finish(store, settings, store.get_run(args.run_id), args.json, announce=False)
-    run = engine.drive(args.run_id)
+    run = _drive(engine, before, moves, args.json)
     answered = store.get_signal(signal.id)
     stopped_now = is_stopped(run.state) and not is_stopped(before.state)
     if answered is not None and answered.status is SignalStatus.REFUSED and not stopped_now:
@@ -537,43 +538,63 @@ def _refusal(store: Store, signal: Signal) -> str:
     return f"signal {signal.id} was refused: {signal.reason}"
 
 
-def _enqueue(settings: Settings, run_id: str) -> str:
+def _enqueue(settings: Settings, store: Store, run_id: str) -> str:
     # The queue's client (Dramatiq, Redis) loads only for --detach: every command pays for
     # what it imports, and most never enqueue.
     from app.worker import enqueue_run
 
-    return enqueue_run(settings, run_id)
+    return enqueue_run(settings, run_id, store=store)
 
 
 def _store(settings: Settings) -> Store:
     return open_store(settings.ledger_url)
 
 
-def _engine(store: Store, settings: Settings, *, json_output: bool) -> Engine:
+@dataclass
+class _Moves:
+    """The run as this command's own sessions last committed it (None: they committed
+    nothing)."""
+
+    last: Run | None = None
+
+
+def _drive(engine: Engine, before: Run, moves: _Moves, json_output: bool) -> Run:
+    """Drive the run here; when another worker held it meanwhile and moved it on, say so (the
+    command waited, it did not do that work)."""
+    run = engine.drive(before.id)
+    mine = moves.last or before
+    if run.state is not mine.state:
+        _announce(f"{run.id}: {mine.state.value} -> {run.state.value} by another worker, which"
+                  " held the run while this command waited", json_output)
+    return run
+
+
+def _engine(store: Store, settings: Settings, *, json_output: bool,
+            moves: _Moves | None = None) -> Engine:
     # The engine (steps, verification, agents) loads here: status, runs and export read the
     # ledger without it, and each command is a new process.
     from app.compose import build_engine
 
     def on_change(old: Run, new: Run) -> None:
+        if moves is not None:
+            moves.last = new
         if old.state is new.state and new.ready_at is None:
-            _project(store, settings, new)
             return  # a refusal or recorded events: nothing moved
         arrow = (f"{old.state.value} -> {new.state.value}" if old.state is not new.state
                  else f"{new.state.value} (retry scheduled)")
         _announce(f"{new.id}: {arrow} ({new.step})"
                   + (f": {new.reason}" if new.reason and old.state is not new.state else ""),
                   json_output)
-        _project(store, settings, new)
 
+    # The engine keeps a local run's directory live; `_project` writes the one of a run
+    # this command touched whatever its origin.
     return build_engine(store, settings, on_change=on_change)
 
 
 def _project(store: Store, settings: Settings, run: Run) -> None:
-    """Keep the local run directory live (a projection; failures here never stop a run)."""
-    try:
-        export_run(store, run.id, settings.home / "runs")
-    except OSError as exc:
-        log.warning("run %r: could not update the run directory: %s", run.id, exc)
+    """Write the run directory of a run this command touched (a projection; failures here
+    never stop a run)."""
+    keep_live(store, run, settings.home / "runs")
 
 
 def _finish(store: Store, settings: Settings, run: Run, json_output: bool, *,

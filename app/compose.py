@@ -16,6 +16,7 @@ from runner.errors import AuthorityFailure
 from runner.ledger.records import Run, Signal
 from runner.ledger.store import Store
 from runner.origin import GitHubOrigin
+from runner.rundir import keep_live
 from runner.session import OnChange
 from runner.signals import Authorization, LocalAuthorizer
 from runner.sink import LocalSink
@@ -47,8 +48,20 @@ def build_engine(store: Store, settings: Settings, *, on_change: OnChange | None
             raise AuthorityFailure(NO_APP)
         return github.access(run)
 
+    def project(run: Run) -> None:
+        # The run directory of a run started here is live whoever drives it (this command,
+        # `ratchet serve`, a worker); a GitHub run's is written on `ratchet export`.
+        if not isinstance(run.origin, GitHubOrigin):
+            keep_live(store, run, engine_settings.home / "runs")
+
+    def changed(old: Run, new: Run) -> None:
+        project(new)
+        if on_change is not None:
+            on_change(old, new)
+
     return Engine(store, engine_settings, executor_for=executor_for, worktrees=worktrees,
-                  on_change=on_change, authorizer=RunAuthorizer(github), access_for=access_for)
+                  on_change=changed, on_settled=project, authorizer=RunAuthorizer(github),
+                  access_for=access_for)
 
 
 def _github_runs(settings: Settings, store: Store, worktrees: Worktrees) -> GitHubRuns | None:

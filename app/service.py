@@ -24,7 +24,7 @@ from app.doctor.startup import StartupChecks, check_at_start, check_public_url_l
 from app.github import webhook_config
 from app.metrics import registry_for
 from app.settings import Settings
-from app.wakeups import Reaper, WakeUps
+from app.wakeups import Pickups, Reaper, WakeUps
 from app.webhooks import WebhookReceiver, answer_expired_signals
 from runner.ledger import Store, open_store
 
@@ -122,10 +122,13 @@ def serve(settings: Settings, *, host: str, port: int) -> None:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         worker = None
+        stop_pickups = threading.Event()
         if not settings.broker_url:
             worker = Worker(wakeups.broker, worker_threads=settings.threads,
                             worker_timeout=100)
             worker.start()
+            # A detached command reaches this worker through the ledger: no broker carries it.
+            _, stop_pickups = Pickups(store, wakeups.enqueue).start()
         _, stop_reaper = Reaper(store, wakeups.enqueue, interval=settings.reap_seconds).start()
         if receiver.config.triggers is not None:  # an App: it answers signals left waiting
             threading.Thread(target=answer_expired_signals,
@@ -140,6 +143,7 @@ def serve(settings: Settings, *, host: str, port: int) -> None:
             yield
         finally:
             stopping.set()
+            stop_pickups.set()
             stop_reaper.set()
             if worker is not None:
                 wakeups.stop_sessions()

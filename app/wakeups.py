@@ -31,6 +31,9 @@ ACTOR = "advance_run"
 MAX_RETRIES = 10  # Dramatiq-level retries of a transient failure (ledger or broker outage)
 # Agent steps carry their own timeouts; Dramatiq's default 10 minutes would cut them short.
 TIME_LIMIT_MS = 24 * 3600 * 1000
+# How often `ratchet serve`'s in-process worker asks the ledger for pickups: a detached
+# command is taken up well within 2 s; an empty ask is one indexed read.
+PICKUP_SECONDS = 0.5
 
 
 def make_broker(url: str | None, *, namespace: str = "ratchet") -> dramatiq.Broker:
@@ -139,6 +142,43 @@ class Reaper:
     def start(self) -> tuple[threading.Thread, threading.Event]:
         stop = threading.Event()
         thread = threading.Thread(target=self.run, args=(stop,), name="ratchet-reaper",
+                                  daemon=True)
+        thread.start()
+        return thread, stop
+
+
+class Pickups:
+    """Wakes the runs a detached command asked for in the ledger (``Store.request_pickup``)
+    within ``interval``: without a broker, the ledger is the only way a ``ratchet`` process
+    reaches the in-process worker of ``ratchet serve`` (the reaper would take a lost wake-up
+    up only at its own pace)."""
+
+    def __init__(self, store: Store, enqueue: Callable[[str], None], *,
+                 interval: float = PICKUP_SECONDS) -> None:
+        self.store = store
+        self.enqueue = enqueue
+        self.interval = interval
+
+    def take_once(self) -> list[str]:
+        taken = self.store.take_pickups()
+        for run_id in taken:
+            # A wake-up that fails here is the reaper's: the run has work in its inbox.
+            log.info("run %r: picked up at a detached command's request", run_id)
+            self.enqueue(run_id)
+        return taken
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.wait(self.interval):
+            try:
+                self.take_once()
+            except LedgerError as exc:
+                log.warning("pickups: ledger unavailable, retrying: %s", exc)
+            except Exception:
+                log.exception("pickups: unexpected error; continuing")
+
+    def start(self) -> tuple[threading.Thread, threading.Event]:
+        stop = threading.Event()
+        thread = threading.Thread(target=self.run, args=(stop,), name="ratchet-pickups",
                                   daemon=True)
         thread.start()
         return thread, stop

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 from dramatiq.errors import DramatiqError
@@ -10,7 +11,7 @@ from redis.exceptions import RedisError
 from app.compose import build_engine
 from app.settings import Settings
 from app.wakeups import Reaper, WakeUps, WorkerLifecycle, make_broker
-from runner.ledger import open_store
+from runner.ledger import Store, open_store
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +66,15 @@ def run_worker(settings: Settings, *, processes: int, threads: int) -> int:
     return int(dramatiq_main(args) or 0)
 
 
-def enqueue_run(settings: Settings, run_id: str) -> str:
-    """Send a wake-up for ``run_id``; returns a sentence saying who will run it."""
+def enqueue_run(settings: Settings, run_id: str, *, store: Store | None = None) -> str:
+    """Send a wake-up for ``run_id`` (without a broker, a pickup in the ledger, ``store`` or
+    the settings', that ``ratchet serve`` takes); returns a sentence saying who will run it."""
     if not settings.broker_url:
+        if store is not None:
+            store.request_pickup(run_id)
+        else:
+            with contextlib.closing(open_store(settings.ledger_url)) as own:
+                own.request_pickup(run_id)
         return (f"run {run_id} is queued in the ledger: a running `ratchet serve` on this"
                 f" ledger picks it up within seconds, or `ratchet resume {run_id}` runs it here")
     wakeups = build_wakeups(settings, reaper=False)

@@ -47,6 +47,7 @@ class Engine:
         executor_for: ExecutorFor,
         worktrees: Worktrees | None = None,
         on_change: OnChange | None = None,
+        on_settled: Callable[[Run], None] | None = None,
         agent_for: Callable[[Run], Agent] | None = None,
         authorizer: Authorizer | None = None,
         access_for: Callable[[Run], RemoteAccess] | None = None,
@@ -64,6 +65,8 @@ class Engine:
             on_change=on_change or (lambda old, new: None), stopping=self.stopping.is_set,
         )
         self.scheduler = Scheduler(parts)
+        # Told the run as a pass left it (effects sent): ``on_change`` hears each commit.
+        self._on_settled = on_settled or (lambda run: None)
 
     # --- the caller's verbs --------------------------------------------------------------
 
@@ -95,10 +98,14 @@ class Engine:
         return cancel_now(self.store, run_id, reason=reason, author=by)
 
     def drive(self, run_id: str) -> Run:
-        return self.scheduler.drive(run_id)
+        run = self.scheduler.drive(run_id)
+        self._on_settled(run)
+        return run
 
     def wake(self, run_id: str) -> Run:
-        return self.scheduler.wake(run_id)
+        run = self.scheduler.wake(run_id)
+        self._on_settled(run)
+        return run
 
     # --- defaults ------------------------------------------------------------------------
 

@@ -7,14 +7,27 @@ decides: nothing here is read back by the engine.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from plumbing.files import write_atomic
 from runner.errors import CorruptArtifact
+from runner.ledger.records import Run
 from runner.ledger.store import Store
 from runner.status import read_status
+
+log = logging.getLogger(__name__)
+
+
+def keep_live(store: Store, run: Run, runs_root: Path) -> None:
+    """Rewrite ``run``'s directory under ``runs_root`` (local mode's live projection): a
+    failure to write is logged, never stops the run."""
+    try:
+        export_run(store, run.id, runs_root)
+    except OSError as exc:
+        log.warning("run %r: could not update the run directory: %s", run.id, exc)
 
 
 def export_run(store: Store, run_id: str, dest: Path) -> Path:

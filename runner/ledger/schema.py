@@ -157,6 +157,15 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         );
         """,
     ),
+    (
+        6,
+        """
+        CREATE TABLE pickups (
+            run_id TEXT PRIMARY KEY,
+            at {real} NOT NULL
+        );
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1][0]

@@ -293,6 +293,23 @@ class SqlStore(ABC):
                 woken.append(run)
         return woken
 
+    def request_pickup(self, run_id: str, *, now: float | None = None) -> None:
+        with self._write() as tx:
+            tx.run("INSERT INTO pickups (run_id, at) VALUES (?, ?)"
+                   " ON CONFLICT (run_id) DO UPDATE SET at = excluded.at", (run_id, _now(now)))
+
+    def take_pickups(self) -> list[str]:
+        with self._read() as tx:
+            if tx.one("SELECT run_id FROM pickups LIMIT 1") is None:
+                return []
+        with self._write() as tx:
+            rows = tx.all(f"SELECT run_id FROM pickups ORDER BY at, run_id{self.lock_clause}")
+            taken = [row["run_id"] for row in rows]
+            if taken:
+                marks = ", ".join("?" for _ in taken)
+                tx.run(f"DELETE FROM pickups WHERE run_id IN ({marks})", taken)
+        return taken
+
     def recovery_stats(self, *, now: float | None = None) -> RecoveryStats:
         at = _now(now)
         with self._read() as tx:

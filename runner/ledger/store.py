@@ -51,6 +51,16 @@ class Store(Protocol):
         any state with a pending signal or an unsent effect."""
         ...
 
+    def request_pickup(self, run_id: str, *, now: float | None = None) -> None:
+        """Ask a worker without a broker (``ratchet serve``'s in-process one) to take
+        ``run_id`` up now: a detached command's wake-up, kept in the ledger (once per run)."""
+        ...
+
+    def take_pickups(self) -> list[str]:
+        """The runs asked for since the last take, oldest first, each handed out once; a
+        read when there are none (it is asked every fraction of a second)."""
+        ...
+
     def recovery_stats(self, *, now: float | None = None) -> RecoveryStats: ...
 
     # leases

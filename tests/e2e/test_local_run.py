@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -164,6 +165,34 @@ def test_a_resume_that_finishes_the_run_says_it_finished_it(ratchet):
     head = ratchet.status(run_id)["head_revision"]
     assert lines[-1] == f"{run_id}: done; next: none: the run is done (published {head})"
     assert not any("already ended" in line or "waits" in line for line in lines)
+
+
+def test_a_resume_that_waited_for_another_worker_says_that_worker_moved_the_run(ratchet):
+    ratchet.create()
+    run_id = ratchet.run_id()
+    assert ratchet.approve(run_id, "--detach").returncode == 0
+    block = ratchet.shared / "block"
+    holder = ratchet.start("resume", run_id, extra={"AGENT_BLOCK_FILE": str(block)})
+    seen = Path(f"{block}.seen")
+    deadline = time.monotonic() + 120
+    while not seen.exists():  # the holder's implement step has its lease and waits
+        assert time.monotonic() < deadline and holder.poll() is None, holder.communicate()
+        time.sleep(0.05)
+    waiter = ratchet.start("resume", run_id)
+    assert waiter.stderr is not None
+    for line in waiter.stderr:  # it says so once it waits on the holder's lease
+        if "waiting for it to finish" in line:
+            break
+    block.write_text("go")
+    out, err = waiter.communicate(timeout=120)
+    assert holder.wait(timeout=120) == 0 and waiter.returncode == 0, err
+    lines = out.strip().splitlines()
+    assert lines == [
+        f"{run_id}: implement -> done by another worker, which held the run while this command"
+        " waited",
+        f"{run_id}: done; next: none: the run is done"
+        f" (published {ratchet.status(run_id)['head_revision']})"], out
+    holder.communicate()
 
 
 def test_a_run_whose_agent_does_not_start_is_retried_with_another_agent_command(ratchet):

@@ -32,6 +32,7 @@ from runner.ledger.records import (
     SignalFor,
 )
 from runner.names import EffectKind, SignalKind, SignalStatus
+from runner.origin import AgentChoice, LocalOrigin
 from runner.signal_payloads import Approve
 from runner.workflow import State
 
@@ -533,9 +534,29 @@ def test_list_runs_newest_first_and_by_state(store):
     assert store.list_runs(states=[State.DONE]) == []
 
 
+def test_a_change_may_give_the_run_a_new_origin_and_keeps_it_otherwise(store):
+    new_run(store, origin=LocalOrigin(agent=AgentChoice(command="nope {prompt}")))
+    lease = store.acquire_lease("r1", "A", ttl=30, now=T0)
+    run = store.get_run("r1")
+    given = run.origin.model_copy(update={"agent": AgentChoice(preset="claude")})
+    after = store.apply(lease, same(run, origin=given), now=T0 + 1)
+    assert after.origin == given and store.get_run("r1").origin == given
+    kept = store.apply(lease, same(after), now=T0 + 2)
+    assert kept.origin == given and store.get_run("r1").origin.agent.preset == "claude"
+
+
+def test_pickups_are_handed_out_once_oldest_first(store):
+    assert store.take_pickups() == []
+    store.request_pickup("r2", now=T0)
+    store.request_pickup("r1", now=T0 + 1)
+    store.request_pickup("r2", now=T0 + 2)  # asked again: still one pickup, now the newest
+    assert store.take_pickups() == ["r1", "r2"]
+    assert store.take_pickups() == []
+
+
 def test_migrations_are_idempotent_and_newer_schema_is_refused(store):
     store.migrate()
-    assert store.schema_version() == schema.LATEST == 5
+    assert store.schema_version() == schema.LATEST == 6
     raw(store, "INSERT INTO ledger_schema (version) VALUES (99)")
     with pytest.raises(LedgerError, match="newer than this Ratchet"):
         store.migrate()
