@@ -11,9 +11,11 @@ verifying, and follows GitHub's rules:
   called (`workflow_call`) run through their caller's job (`uses: ./.github/workflows/...`),
   with the inputs it passes over the called workflow's defaults.
 - **Jobs**: `needs` order them; a job's `if:` is evaluated (`expressions`) when it depends
-  only on what planning knows (the event, inputs, `runner.os`, a `dorny/paths-filter`
-  step's filters written inline), else the job runs and its checks say so. A job needing a
-  job that does not run does not run. One combination of its matrix is planned: the first,
+  only on what planning knows (the event, taken as a plain pull request: no labels, not a
+  draft, no marker in its title, body or commit message; inputs, `runner.os`, the outputs a
+  `dorny/paths-filter` step's inline filters give its job), else the job runs and its checks
+  say so. A job needing a job that does not run does not run, unless its `if:` holds a
+  status function (`always()`, `!cancelled()`). One combination of its matrix is planned: the first,
   in GitHub's order, whose `runs-on` is not Windows or macOS.
 - **Steps**, in order: toolchain actions and host preparation are not checks; installs are
   its folder's setup; every other `run:` step is a check in its working directory. What
@@ -100,6 +102,17 @@ _NOT_LINUX = re.compile(r"windows|macos|\bmac\b|osx", re.IGNORECASE)
 # A job or workflow that benchmarks or measures sizes: it measures, it does not pass or fail
 # a change.
 _BENCHMARK = re.compile(r"bench|\bsize\b", re.IGNORECASE)
+# What planning takes the event to carry: a change is verified as a plain pull request (or
+# push) that opts into nothing, with no labels, not a draft, and no marker in its title, body
+# or commit message (`contains(github.event.pull_request.labels.*.name, 'run-docker')`,
+# `contains(github.event.pull_request.title, '[docker]')` are false); the rest is unknown.
+_PLAIN_EVENT = Partial({
+    "pull_request": Partial({"labels": [], "title": "", "body": "", "draft": False}),
+    "head_commit": Partial({"message": ""}),
+})
+# An `if:` with a status function (`always()`, `!cancelled()`) runs the job although a job it
+# needs was skipped; without one, GitHub skips it too.
+_STATUS_GUARD = re.compile(r"\b(?:always|cancelled)\(\s*\)")
 
 
 @dataclass(frozen=True)
@@ -230,7 +243,7 @@ class _WorkflowReader:
             key = f"{prefix}{job.id}"
             needs = tuple(n for n in job.needs if n in state)
             ran = [state[n] for n in needs]
-            if any(not s.ran for s in ran) and "always()" not in str(job.condition or ""):
+            if any(not s.ran for s in ran) and not _STATUS_GUARD.search(str(job.condition or "")):
                 state[job.id] = _JobState(False, (), {})
                 continue
             contexts = self._contexts(inputs, {n: state[n].outputs for n in needs})
@@ -256,7 +269,7 @@ class _WorkflowReader:
     def _contexts(self, inputs: Mapping[str, Value],
                   needs: Mapping[str, Mapping[str, Value]]) -> dict[str, Value]:
         return {
-            "github": Partial({"event_name": self.event.name}),
+            "github": Partial({"event_name": self.event.name, "event": _PLAIN_EVENT}),
             "runner": Partial({"os": "Linux", "arch": "X64"}),
             "inputs": dict(inputs),
             "needs": Partial({job: Partial({"outputs": Partial(outputs)})
@@ -300,8 +313,9 @@ class _WorkflowReader:
             return entry, {}
         contexts = {**contexts, "matrix": skip}
         env = _environment([workflow.env, job.env], contexts)
-        steps_context: dict[str, Value] = {}
-        contexts["steps"] = Partial(steps_context)
+        # The steps' outputs as they come: the later steps' and the job's outputs read them.
+        steps_context = Partial()
+        contexts["steps"] = steps_context
         installs_seen: list[CiInstall] = []
         downloaded: str | None = None  # an artifact download the later steps work on
         browsers: str | None = None  # a browser download the later steps test in
