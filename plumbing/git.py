@@ -269,7 +269,9 @@ class RunningGit:
         """
         out = self.wait().stdout.decode(sys.getfilesystemencoding(),
                                         sys.getfilesystemencodeerrors())
-        return [name for name in out.split("\0") if name]
+        names = out.split("\0")
+        names.pop()  # after the NUL ending the last name (or of no output at all): nothing
+        return names
 
     def stop(self) -> None:
         """End it unread, and everything it started (nothing once ``wait`` was called)."""

@@ -9,6 +9,7 @@ escapes (`os.fsdecode`), so they still name their files.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Self
@@ -19,6 +20,8 @@ from plumbing.git import Git, GitError, RunningGit, discover
 DEFAULT_BRANCHES = ("origin/HEAD", "main", "master")
 # git's exit status for a fatal error, such as a name that is not a commit.
 NOT_A_COMMIT = 128
+# An untracked path in `git ls-files -z -t` output with a NUL put before its first entry.
+_UNTRACKED = re.compile("\0\\? ([^\0]*)")
 
 
 class RevisionError(Exception):
@@ -122,15 +125,25 @@ class _Started:
 
 class WorkTreeListing(_Started):
     """Every path of a work tree, tracked and untracked (not ignored), as git lists it, started
-    when made; ``tagged`` collects it."""
+    when made; ``split`` collects it."""
 
     def __init__(self, repo: Git) -> None:
         # `-t` tags each path: `? ` an untracked one, another letter and a space a tracked one.
         self._running = _start(repo, "ls-files", "-z", "-t", "--cached", "--others",
                                "--exclude-standard")
 
-    def tagged(self) -> list[str]:
-        return _decoded(self._running)
+    def split(self) -> tuple[list[str], list[str]]:
+        """The paths in git's order, each once, and the untracked ones among them.
+
+        Read from the tags with no pass of Python per path but the one removing them: an
+        unmerged path (tagged `M`, once per stage) is the only one listed twice, and rare.
+        """
+        tagged = _decoded(self._running)
+        listing = [entry[2:] for entry in tagged]
+        text = "\0" + "\0".join(tagged)
+        if "\0M " in text:
+            listing = list(dict.fromkeys(listing))
+        return listing, _UNTRACKED.findall(text)
 
     def stop(self) -> None:
         self._running.stop()
@@ -150,10 +163,8 @@ class PendingChange(_Started):
             return sorted(set(_decoded(self._diff))), None
         # The listing first: its output is the large one (the diff waits on a full pipe).
         with self.stopped_on_error():
-            tagged = self._listing.tagged()
+            listing, untracked = self._listing.split()
         tracked = _decoded(self._diff)
-        untracked = [entry[2:] for entry in tagged if entry.startswith("? ")]
-        listing = list(dict.fromkeys([entry[2:] for entry in tagged]))  # an unmerged path once
         return sorted(set(tracked) | set(untracked)), listing
 
     def stop(self) -> None:
