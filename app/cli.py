@@ -204,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the App's name on GitHub (unique across GitHub)")
     create.add_argument("--port", type=int, default=0,
                         help="the page's port on 127.0.0.1 (default: a free one)")
-    create.add_argument("--credentials", type=Path,
+    create.add_argument("--credentials", type=Path, metavar="PATH",
                         help="where to write the credentials (default: RATCHET_GITHUB_CREDENTIALS"
                              " or ~/.config/ratchet/github-app.json)")
     create.add_argument("--force", action="store_true",

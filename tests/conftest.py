@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
+import tempfile
 from urllib.parse import urlparse
 
 import pytest
+
+# The App a developer registered (`ratchet github-app create` wrote
+# ~/.config/ratchet/github-app.json) must not configure the tests' settings, nor those of the
+# processes they start: they see an empty config folder instead.
+os.environ.pop("RATCHET_GITHUB_CREDENTIALS", None)
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="ratchet-tests-config-")
+atexit.register(shutil.rmtree, os.environ["XDG_CONFIG_HOME"], ignore_errors=True)
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 POSTGRES_URL = os.environ.get(
