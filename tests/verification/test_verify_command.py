@@ -55,6 +55,31 @@ def test_planning_loads_none_of_the_rest_of_ratchet(monorepo: Path) -> None:
     assert loaded(modules, NOT_FOR_PLANNING) == []
 
 
+# Readers of task runners, task graphs and pre-commit hooks: loaded only when such a file is
+# there.
+TASK_READERS = ("verification.task_files", "verification.task_graphs", "verification.hooks")
+
+
+def test_task_runner_readers_load_only_when_their_files_exist(monorepo: Path) -> None:
+    write(monorepo, {"web/sum.js": "exports.sum = (a, b) => b + a;\n"})
+    _, modules = planning_modules(monorepo)
+    assert loaded(modules, TASK_READERS) == []
+    write(monorepo, {
+        "services/api/Makefile": "check:\n\tpytest -q\n",
+        ".pre-commit-config.yaml": "repos:\n  - repo: local\n    hooks:\n      - id: t\n"
+                                   "        name: t\n        entry: 'true'\n"
+                                   "        language: system\n",
+        ".github/workflows/ci.yml": "on: [pull_request]\njobs:\n  t:\n    runs-on: ubuntu-latest\n"
+                                    "    steps:\n      - run: make -C services/api check\n",
+    })  # fmt: skip
+    commit_all(monorepo, "a Makefile CI runs, and a hook")
+    write(monorepo, {"services/api/app_api.py": "def add(a, b):\n    return b + a\n"})
+    printed, modules = planning_modules(monorepo)
+    assert "ci.t.make-c-services-api-check\ttest" in printed  # read through the Makefile
+    assert "pre-commit-t" in printed
+    assert loaded(modules, TASK_READERS) == ["verification.hooks", "verification.task_files"]
+
+
 def test_a_repository_config_is_read_without_the_whole_files_models(monorepo: Path) -> None:
     write(monorepo, {CONFIG_PATH: "verify:\n  workspaces:\n    - path: web\n"
                                   "      checks: [{id: smoke, run: 'true'}]\n"
