@@ -20,13 +20,14 @@ verifying, and follows GitHub's rules:
 - **Steps**, in order: toolchain actions and host preparation are not checks; installs are
   its folder's setup; every other `run:` step is a check in its working directory. What
   cannot run in the sandbox or is no verification becomes a `UnverifiedStep` with its reason:
-  another action, a job with `services` or a `container`, a benchmark, a job on Windows or
-  macOS only, a
+  another action, a job with `services` or a `container`, a benchmark or metrics, a job
+  committing what its steps rewrite (autofix-ci), a job on Windows or macOS only, a
   reusable workflow of another repository, a step needing secrets or another unknown
   expression, a shell other than bash or sh, a working directory outside the repository,
-  publishing or deploying, rewriting files (`--fix`), `continue-on-error`, and the steps after
-  an artifact download (they work on another job's output) or a browser download (they test
-  in browsers the sandbox does not download).
+  publishing or deploying, rewriting files (`--fix`), `continue-on-error`, the steps after
+  an artifact download (they work on another job's output), and after a browser download the
+  first test that drives browsers (`ci_steps.tests_in_browsers`: an e2e suite, playwright...)
+  and every step after it; its builds and unit tests before that run.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from verification.ci_steps import (
     kind_of,
     role,
     shell_of,
+    tests_in_browsers,
 )
 from verification.config import ConfigError
 from verification.expressions import (
@@ -99,9 +101,15 @@ PATHS_FILTER_ACTIONS = frozenset({"dorny/paths-filter"})
 DOWNLOAD_ACTIONS = ("actions/download-artifact@", "dawidd6/action-download-artifact@")
 _SETUP_ACTION = re.compile(r"^[^/]+/setup-[^/@]+$")
 _NOT_LINUX = re.compile(r"windows|macos|\bmac\b|osx", re.IGNORECASE)
-# A job or workflow that benchmarks or measures sizes: it measures, it does not pass or fail
-# a change.
-_BENCHMARK = re.compile(r"bench|\bsize\b", re.IGNORECASE)
+# A job or workflow that benchmarks, measures sizes or collects metrics: it measures, it does
+# not pass or fail a change.
+_BENCHMARK = re.compile(r"bench|\bsize\b|(?<![a-z])metrics(?![a-z])", re.IGNORECASE)
+# Actions that commit or propose what the job's steps changed: such a job regenerates or
+# formats files (codegen, `--fix`), its steps are fixers.
+COMMIT_ACTIONS = frozenset({
+    "autofix-ci/action", "stefanzweifel/git-auto-commit-action", "peter-evans/create-pull-request",
+    "ad-m/github-push-action", "endbug/add-and-commit",
+})  # fmt: skip
 # What planning takes the event to carry: a change is verified as a plain pull request (or
 # push) that opts into nothing, with no labels, not a draft, and no marker in its title, body
 # or commit message (`contains(github.event.pull_request.labels.*.name, 'run-docker')`,
@@ -318,7 +326,8 @@ class _WorkflowReader:
         contexts["steps"] = steps_context
         installs_seen: list[CiInstall] = []
         downloaded: str | None = None  # an artifact download the later steps work on
-        browsers: str | None = None  # a browser download the later steps test in
+        browsers: str | None = None  # a browser download the later steps may test in
+        in_browsers = False  # a step tested in them: the job's later steps are not run
         previous = after
         for step in job.steps:
             step_contexts = {**contexts, "env": {**env}}
@@ -344,8 +353,7 @@ class _WorkflowReader:
                 continue
             needed = (f"runs on what {downloaded} brought (another job's or run's artifacts)"
                       if downloaded is not None else
-                      f"needs the browsers {browsers!r} downloads" if browsers is not None
-                      else None)
+                      f"needs the browsers {browsers!r} downloads" if in_browsers else None)
             if needed is not None:
                 entry.unverified.append(UnverifiedStep(self.path, key, step.label,
                                                        f"{needed}, which does not run here"))
@@ -361,6 +369,13 @@ class _WorkflowReader:
                 entry.installs.append(made)
                 continue
             folder, script, command, kind, uses = made
+            if browsers is not None and tests_in_browsers(script, kind, self.scripts(folder)):
+                # From the first test in browsers on, the job's steps may use what it made.
+                in_browsers = True
+                entry.unverified.append(UnverifiedStep(
+                    self.path, key, step.label,
+                    f"needs the browsers {browsers!r} downloads, which does not run here"))
+                continue
             check = CiCheck(
                 key=f"{self.stem}.{key.replace('/', '.')}.{_slug(step, entry)}",
                 folder=folder, kind=kind, command=command, script=script,
@@ -387,6 +402,11 @@ class _WorkflowReader:
         names = (job.id, job.name or "", workflow.name or "", workflow.path.rpartition("/")[2])
         if any(_BENCHMARK.search(name) for name in names):
             return "runs benchmarks or measures sizes: measurements, not verification"
+        committer = next((step.uses for step in job.steps if step.uses and step.uses.split(
+            "@", 1)[0].lower() in COMMIT_ACTIONS), None)
+        if committer is not None:
+            return (f"commits what its steps rewrite ({committer.split('@', 1)[0]}):"
+                    " a fixer, not verification")
         if job.services:
             return f"needs services ({', '.join(job.services)}): they do not run in the sandbox"
         if job.container is not None:

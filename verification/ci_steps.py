@@ -190,6 +190,34 @@ def downloads_browsers(script: str) -> bool:
     return _BROWSERS.search(script) is not None
 
 
+# What a test that drives browsers names: its runner, a browser, an end-to-end config or
+# project (`vitest -c vitest.config.e2e.ts`, `--project e2e-browser`, `test:e2e`).
+_IN_BROWSERS = re.compile(r"(?<![a-z])(?:e2e|browsers?|playwright|puppeteer|cypress|webdriver"
+                          r"|selenium|chromium|firefox|webkit|karma|galata)(?![a-z])",
+                          re.IGNORECASE)
+_SCRIPT_RUN = re.compile(r"\b(?:pnpm|npm|yarn|jlpm|bun)(?:\s+run)?\s+([\w:.-]+)")
+
+
+def tests_in_browsers(script: str, kind: str, package: Mapping[str, object]) -> bool:
+    """True when a step testing after a browser download drives those browsers: its script,
+    or the package scripts it runs (`package`: the folder's package.json scripts), name a
+    browser, a browser test runner or an end-to-end suite. A build, a lint or a type check
+    never does, nor a unit test (`vitest run`)."""
+    if kind in ("build", "lint", "typecheck"):
+        return False
+    texts, seen = [script], set()
+    while texts:
+        text = texts.pop()
+        if _IN_BROWSERS.search(text):
+            return True
+        for name in _SCRIPT_RUN.findall(text):
+            body = package.get(name)
+            if isinstance(body, str) and name not in seen:
+                seen.add(name)
+                texts.append(body)
+    return False
+
+
 def is_host_preparation(command: str) -> bool:
     """True when `command` installs a tool or configures the runner (see the docstring)."""
     line = _bare(command)

@@ -95,3 +95,67 @@ def test_a_change_is_a_plain_pull_request_that_opts_into_no_extra_job() -> None:
     assert planned(plan) == ["ci.unless-skipped.make-test", "ci.forks.make-integration"]
     forks = next(job for job in plan.jobs if job.key == "forks")
     assert "github.event.pull_request.head.repo.fork" in forks.checks[0].notes[0]
+
+
+BROWSERS = """\
+on: pull_request
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - run: pnpm install
+      - run: pnpm playwright install chromium
+      - name: Build
+        run: pnpm run build
+      - name: Test unit
+        run: pnpm run test-unit
+      - name: Test serve
+        run: pnpm run test-serve
+      - name: Check sizes
+        run: node scripts/sizes.js
+"""
+
+
+def test_after_a_browser_download_builds_and_unit_tests_run_until_a_test_in_browsers() -> None:
+    """The e2e suite (its package script names the e2e config) needs the browsers the sandbox
+    does not download; the build and unit tests before it do not, and the steps after it may
+    work on what it made: listed, not run."""
+    scripts = {"build": "tsc -b", "test-unit": "vitest run",
+               "test-serve": "vitest run -c vitest.config.e2e.ts"}
+    plan = read_ci(read_workflows({".github/workflows/ci.yml": BROWSERS}), ["src/a.ts"], {"."},
+                   lambda folder: scripts)
+    assert planned(plan) == ["ci.test.build", "ci.test.test-unit"]
+    assert [(u.step, u.reason) for u in plan.jobs[0].unverified] == [
+        (step, "needs the browsers 'pnpm playwright install chromium' downloads, which does"
+               " not run here") for step in ("Test serve", "Check sizes")]
+
+
+FIXERS_AND_MEASURES = """\
+on: pull_request
+jobs:
+  autofix:
+    runs-on: ubuntu-latest
+    steps:
+      - run: cargo codegen analyzer
+      - run: cargo fmt --all
+      - uses: autofix-ci/action@v1
+  build_metrics:
+    runs-on: ubuntu-latest
+    steps:
+      - run: cargo xtask metrics build
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - run: cargo test --workspace
+"""
+
+
+def test_a_job_committing_its_rewrites_and_a_metrics_job_are_no_checks() -> None:
+    """Codegen that autofix-ci commits regenerates files, and metrics measure: neither passes
+    or fails the change; both are listed with why."""
+    plan = ci(FIXERS_AND_MEASURES, ["crates/a/src/lib.rs"])
+    assert planned(plan) == ["ci.test.cargo-test-workspace"]
+    assert {job.key: job.unverified[0].reason for job in plan.jobs if job.unverified} == {
+        "autofix": "commits what its steps rewrite (autofix-ci/action): a fixer, not verification",
+        "build_metrics": "runs benchmarks or measures sizes: measurements, not verification",
+    }
