@@ -15,7 +15,7 @@ from posixpath import dirname, normpath
 from verification.checks import DetectedCheck
 from verification.index import RepoIndex, join
 from verification.manifests import Manifests, mapping, node_dependencies
-from verification.scripts import Script, checks_of
+from verification.scripts import Script, TaskResolver, checks_of
 from verification.workspaces import Ecosystem, Layout
 
 # Lockfiles, in the order that decides the package manager when several exist.
@@ -49,11 +49,11 @@ _VITEST_CONFIGS = ("vitest.config.", "vitest.workspace.")
 _JEST_CONFIGS = ("jest.config.",)
 
 
-def node_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: Manifests
-                ) -> list[DetectedCheck]:
+def node_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: Manifests,
+                tasks: TaskResolver | None = None) -> list[DetectedCheck]:
     """The checks of a Node workspace: its lint, typecheck, test and build scripts however it
-    spells them (`scripts.checks_of`), and its test runner's config when no test script
-    names one."""
+    spells them (`scripts.checks_of`, reading the task runners they start through `tasks`),
+    and its test runner's config when no test script names one."""
     package = manifests.json(join(workspace, "package.json"))
     manager = package_manager(workspace, layout, index, manifests)
     plugins = _eslint_runs(workspace, layout, manifests)
@@ -62,7 +62,7 @@ def node_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: Man
         DetectedCheck(check_id(script.name), script.kind, f"{manager} run {script.name}",
                       Ecosystem.NODE, script.tools | plugins if "eslint" in script.tools
                       else script.tools, script.name, fans_out=_fans_out(script, scripts))
-        for script in checks_of(scripts)
+        for script in checks_of(scripts, tasks=tasks)
     ]
     if not any(check.kind == "test" for check in checks):
         runner = _configured_runner(workspace, index, package)

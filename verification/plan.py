@@ -163,10 +163,10 @@ def _plan_tree(changed: list[str], tree: Tree, config: VerifyConfig, *, base: Tr
                           for p in changed)
     graph = build_graph(layout, manifests) if needs_graph else None
     selection = select(changed, layout, manifests, config, base=base, graph=graph)
-    assembly = _Assembly(layout, Runners(layout, index, manifests), configured, config)
+    lookup = task_lookup(layout, index, manifests)
+    assembly = _Assembly(layout, Runners(layout, index, manifests, lookup), configured, config)
     assembly.add_selected(selection)
     assembly.add_root_runners(selection)
-    lookup = task_lookup(layout, index, manifests)
     if index.has(".", HOOKS_FILE) and "." not in configured:
         assembly.add_hooks(manifests.text(HOOKS_FILE) or "", selection, lookup)
     if workflows is not None and (workflows.by_path or workflows.problems):

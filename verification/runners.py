@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from typing import TYPE_CHECKING
 
 from verification.checks import KIND_ORDER, DetectedCheck
 from verification.index import RepoIndex
@@ -17,6 +18,9 @@ from verification.manifests import Manifests
 from verification.node_runner import node_checks, node_install
 from verification.python_runner import PythonTests, python_checks, python_install
 from verification.workspaces import Ecosystem, Layout
+
+if TYPE_CHECKING:
+    from verification.task_runners import TaskLookup
 
 GO_CHECKS = (
     DetectedCheck("go-vet", "lint", "go vet ./...", Ecosystem.GO, frozenset({"go vet"})),
@@ -52,10 +56,12 @@ _PACKAGES = re.compile(r"(?<!\S)-p \S+(?: -p \S+)*")
 class Runners:
     """Detects and caches the checks and installs of one layout's workspaces."""
 
-    def __init__(self, layout: Layout, index: RepoIndex, manifests: Manifests) -> None:
+    def __init__(self, layout: Layout, index: RepoIndex, manifests: Manifests,
+                 tasks: TaskLookup | None = None) -> None:
         self.layout = layout
         self.index = index
         self.manifests = manifests
+        self.tasks = tasks  # reads the task runners a package script starts (`make lint`)
         self._tests: PythonTests | None = None
         self._checks: dict[str, list[DetectedCheck]] = {}
         self._installs: dict[tuple[str, Ecosystem], str | None] = {}
@@ -69,7 +75,8 @@ class Runners:
                 found += python_checks(workspace, self.layout, self.index, self.manifests,
                                        self.python_tests)
             if Ecosystem.NODE in ecosystems:
-                found += node_checks(workspace, self.layout, self.index, self.manifests)
+                found += node_checks(workspace, self.layout, self.index, self.manifests,
+                                     self.tasks.resolver(workspace) if self.tasks else None)
             if Ecosystem.GO in ecosystems:
                 found += GO_CHECKS
             if Ecosystem.RUST in ecosystems:

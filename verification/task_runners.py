@@ -163,6 +163,8 @@ class TaskLookup:
             return None
         uses: list[ToolUse] = []
         for project in self.projects(folder):
+            if project == folder:
+                continue  # the root's own script is what started it
             scripts = self.scripts(project)
             targets = self.targets(project)
             for task in tasks:

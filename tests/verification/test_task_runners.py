@@ -383,3 +383,21 @@ def test_poe_tasks_named_as_checks_are_the_projects_checks(
     # A pyright config change concerns the poe task running pyright.
     write(root, {"pyrightconfig.json": "{}\n"})
     assert {c.key for c in planned(root, "pyrightconfig.json").plan.checks} >= {"poe-typecheck"}
+
+
+def test_a_package_script_running_make_is_planned_by_what_the_target_runs(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    """`"check": "make check"` says nothing by its name; the Makefile's `check` runs
+    `tsc --noEmit`, so it is the package's type check, and a tsconfig change plans it."""
+    files = layouts.pnpm_workspace()
+    files["packages/cli/package.json"] = layouts.package_json({
+        "name": "@acme/cli", "version": "1.0.0",
+        "scripts": {"lint": "eslint src", "check": "make check", "test": "vitest run"},
+        "dependencies": {"@acme/parser": "workspace:*"},
+    })  # fmt: skip
+    files["packages/cli/Makefile"] = ".PHONY: check\ncheck:\n\tpnpm exec tsc --noEmit -p .\n"
+    root = make_repo(files)
+    plan = planned(root, "packages/cli/tsconfig.json").plan
+    assert {c.key: (c.kind, c.command) for c in plan.checks} == {
+        "packages/cli:node-check": ("typecheck", "pnpm run check")}
