@@ -204,3 +204,57 @@ def test_a_check_run_button_of_an_ended_run_gets_one_answer(scene: AppScene) -> 
     assert scene.wait_for("the signal answered", lambda: scene.status(run_id)[
         "pending_signals"] == [])
     assert len(answers()) == 1
+
+
+def test_each_writers_command_gets_one_answer_and_a_redelivery_none(scene: AppScene) -> None:
+    """Status while the spec waits, a mistyped verb, a retry with nothing to retry, the
+    approval, then status and a mistyped verb on the finished run: each answered once, each
+    delivered twice by GitHub (the same delivery id) without a second answer."""
+    scene.serve()
+    assert scene.deliver("issues", scene.labeled(ISSUE)).status_code == 202
+    scene.wait_for("the spec's review", lambda: waiting_for_approval(scene))
+    [pull] = scene.fake.pulls(OWNER, REPO)
+    prefix = spec_prefix(scene)
+
+    def said(number: int, body: str) -> tuple[int, str]:
+        """``WRITER`` comments ``body`` on ``number``; GitHub delivers it twice."""
+        comment = scene.fake.add_issue_comment(OWNER, REPO, number, body=body, author=WRITER)
+        delivery = f"delivery-{comment}"
+        first = scene.deliver("issue_comment", scene.comment(comment), delivery=delivery)
+        again = scene.deliver("issue_comment", scene.comment(comment), delivery=delivery)
+        assert first.status_code in {200, 202} and "duplicate" not in first.json()
+        assert again.json()["duplicate"] is True, again.json()
+        return comment, delivery
+
+    def answers(number: int) -> list[str]:
+        """The bot's answers to ``WRITER`` on ``number``, from the words on (the marker a
+        reply carries as an effect goes first)."""
+        return [c.body[c.body.index(f"@{WRITER}: "):] for c in scene.bot_comments(number)
+                if f"@{WRITER}: " in c.body and "<!-- ratchet:name=" not in c.body]
+
+    said(pull.number, "/ratchet status")
+    [status] = scene.wait_for("the status reply", lambda: answers(pull.number))
+    assert "is awaiting approval" in status and "waits for a reviewer with write access" in status
+    said(pull.number, "/ratchet aprove")
+    mistyped = scene.wait_for("the mistyped verb's answer",
+                              lambda: answers(pull.number)[1:])
+    assert mistyped[0].startswith(f"@{WRITER}: unknown command '/ratchet aprove'")
+    assert "`/ratchet status`" in mistyped[0] and "`/ratchet approve <spec hash>`" in mistyped[0]
+
+    said(pull.number, "/ratchet retry")
+    refused = scene.wait_for("the retry's refusal", lambda: answers(pull.number)[2:])
+    assert "there is nothing to retry: the run is awaiting_approval" in refused[0], refused
+
+    approval, _ = said(pull.number, f"/ratchet approve {prefix}")
+    scene.wait_for("the run to be done", lambda: (scene.run_state() or {}).get("state") == "done")
+    assert [r.content for r in scene.fake.reactions(OWNER, REPO, approval)] == ["eyes"]
+
+    said(ISSUE, "/ratchet status")
+    [finished] = scene.wait_for("the finished run's status", lambda: answers(ISSUE))
+    assert "is done" in finished and "none: the run is done" in finished, finished
+    said(ISSUE, "/ratchet stauts")
+    later = scene.wait_for("the next answer", lambda: answers(ISSUE)[1:])
+    assert later[0].startswith(f"@{WRITER}: unknown command '/ratchet stauts'")
+    # Every command above was delivered twice; each has its one answer, none a second.
+    assert len(answers(ISSUE)) == 2 and len(answers(pull.number)) == 3
+    assert [r.content for r in scene.fake.reactions(OWNER, REPO, approval)] == ["eyes"]
