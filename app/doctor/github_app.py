@@ -10,6 +10,9 @@ fatal one: an outage passes, and a service need not stop for it.
 
 from __future__ import annotations
 
+import stat
+from pathlib import Path
+
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from app.doctor.findings import Check, Finding, fail, ok, skip, warn
@@ -87,6 +90,11 @@ def github_app_finding(settings: Settings) -> Finding:
         return fail(Check.GITHUB_APP, f"{accepted}, but RATCHET_GITHUB_APP_SLUG is"
                                       f" {settings.github_app_slug!r}: set it to {answer.slug}"
                                       " (its bot is the author of Ratchet's comments)")
+    exposed = _readable_by_others(from_file) if from_file is not None else None
+    if exposed is not None:
+        return warn(Check.GITHUB_APP, f"{accepted}; but {from_file} is readable by others (mode"
+                                      f" {exposed:o}), and it holds the App's key: chmod 600"
+                                      f" {from_file}")
     return ok(Check.GITHUB_APP, accepted)
 
 
@@ -102,6 +110,15 @@ def webhook_secret_finding(settings: Settings) -> Finding:
                                           " unsigned deliveries: local development only")
     return fail(Check.WEBHOOK_SECRET, "not set, so every delivery is refused (503): set"
                                       " RATCHET_WEBHOOK_SECRET to the App's webhook secret")
+
+
+def _readable_by_others(path: Path) -> int | None:
+    """The file's mode when its group or anyone else may read it (or write it), else None."""
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return None
+    return mode if mode & 0o077 else None
 
 
 def _parses(pem: str) -> bool:

@@ -187,6 +187,18 @@ def test_the_app_is_created_saved_0600_and_doctor_reads_it(
     assert checked.lines["public-url"] == f"ok {public_url}/healthz answers"
     assert_no_secret(checked.stdout + checked.stderr, path, github)
 
+    # A file others may read works, but doctor says to close it.
+    path.chmod(0o644)
+    exposed = doctor(tmp_path, {"PATH": f"{stub_folder(tmp_path)}:/usr/bin:/bin",
+                                "RATCHET_AGENT": "gemini", "GEMINI_API_KEY": KEY_VALUE,
+                                "XDG_CONFIG_HOME": str(tmp_path / "config")})
+    assert exposed.returncode == 0
+    assert exposed.lines["github-app"].startswith("warn ")
+    assert exposed.lines["github-app"].endswith(
+        f"; but {path} is readable by others (mode 644), and it holds the App's key: chmod 600"
+        f" {path}")
+    path.chmod(0o600)
+
     # A key in the file that is not the App's: doctor names the file and what to do.
     other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     saved["private_key"] = other.private_bytes(
