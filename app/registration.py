@@ -118,7 +118,9 @@ class Registration:
 
     def answers(self, state: str | None) -> bool:
         """Whether a redirect carries this registration's ``state``."""
-        return state is not None and hmac.compare_digest(state.encode(), self.state.encode())
+        if not self.state or state is None:  # a registration without a state proves nothing
+            return False
+        return hmac.compare_digest(state.encode(), self.state.encode())
 
 
 def exchange_code(registration: Registration, code: str, *,
