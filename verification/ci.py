@@ -442,6 +442,9 @@ class _WorkflowReader:
             if outputs is not None:
                 return outputs
             reason = "uses dorny/paths-filter with filters planning cannot read inline"
+        elif name == "pre-commit/action":
+            reason = ("uses the action pre-commit/action: the hooks it runs are planned from "
+                      ".pre-commit-config.yaml (those pre-commit must install are listed)")
         else:
             reason = f"uses the action {uses}: actions do not run in the sandbox"
         entry.unverified.append(UnverifiedStep(self.path, key, step.label, reason))

@@ -80,6 +80,9 @@ __all__ = [
 
 # The pre-commit config, whose hooks are checks (`hooks`, read only when it exists).
 HOOKS_FILE = ".pre-commit-config.yaml"
+# A command running the pre-commit hooks (pre-commit itself, or prek, its Rust port).
+_PRE_COMMIT_RUN = re.compile(r"(?:^|[\s;&|(/])(?:pre-commit|prek)(?:\s+run\b|\s*$)",
+                             re.MULTILINE)
 # Why a check only the base's layout plans runs, in `--explain`.
 BASE_STEP = "planned by the base revision's manifests: a change cannot drop this check"
 # Kinds of check a workspace root's runner runs for members that have none of their own.
@@ -339,6 +342,8 @@ class _Assembly:
         self.ci: dict[str, tuple[CiCheck, CiJob]] = {}  # check key -> its CI step and job
         self.unverified_steps: list[UnverifiedStep] = []
         self._tasks: TaskGraph | bool | None = False  # False: not read yet
+        # The pre-commit hooks that pre-commit installs from the network first (`add_hooks`).
+        self.installed_hooks: tuple[str, ...] = ()
 
     def add_selected(self, selection: Selection) -> None:
         everything = bool(selection.global_files)
@@ -411,6 +416,7 @@ class _Assembly:
         from verification.hooks import matching, read_hooks
 
         config = read_hooks(text)
+        self.installed_hooks = tuple(h.id for h in config.hooks if h.runs and not h.local)
         if config.problem is not None:
             self.unverified_steps.append(UnverifiedStep(HOOKS_FILE, "", "", config.problem))
             return
@@ -460,6 +466,16 @@ class _Assembly:
             concerned = not job.checks and not self._configures(job.folder)
             for ci_check in job.checks:
                 if self._configures(ci_check.folder):
+                    continue
+                if self.installed_hooks and _PRE_COMMIT_RUN.search(ci_check.script):
+                    # Offline, `pre-commit run` fails installing them: the hooks are planned
+                    # from the config instead (`add_hooks`), those it installs listed.
+                    if covering(job, ci_check, selection, self.layout):
+                        self.unverified_steps.append(UnverifiedStep(
+                            job.workflow, job.key, ci_check.step,
+                            f"runs pre-commit, which first installs {len(self.installed_hooks)}"
+                            " hooks from the network: its local hooks are planned from "
+                            f"{HOOKS_FILE} instead"))
                     continue
                 check = PlannedCheck(ci_check.key, ci_check.folder, ci_check.kind,
                                      ci_check.command, timeout, None)

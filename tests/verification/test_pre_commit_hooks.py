@@ -147,3 +147,40 @@ def test_a_root_ratchet_config_overrides_the_hooks(make_repo: Callable[[Files], 
     plan = plan_change(["src/acme/__init__.py"], GitTree.discover(root), config).plan
     assert {c.key for c in plan.checks} == {"unit"}
     assert plan.unverified_steps == ()
+
+
+LINT_WORKFLOW = """\
+name: lint
+on: [pull_request]
+jobs:
+  lint:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - uses: astral-sh/setup-uv@v5
+      - run: uv sync --frozen --group linting
+      - name: Run the hooks
+        run: uv run pre-commit run --all-files --show-diff-on-failure
+  hooks:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - uses: pre-commit/action@v3.0.1
+        with:
+          extra_args: --all-files
+"""
+
+
+def test_a_ci_step_running_pre_commit_is_its_hooks(make_repo: Callable[[Files], Path]) -> None:
+    """Offline, `pre-commit run` fails cloning its hook repositories: the CI step is listed,
+    and the hooks run from the config (local ones) or are listed (the others)."""
+    root = make_repo({**layouts.uv_workspace(), ".pre-commit-config.yaml": PRE_COMMIT,
+                      "Makefile": MAKEFILE, ".github/workflows/lint.yml": LINT_WORKFLOW})
+    result = planned(root, "src/acme/__init__.py")
+    keys = {c.key for c in result.plan.checks}
+    assert not any(key.startswith("lint.") for key in keys)
+    assert {"pre-commit-lint", "pre-commit-typecheck"} <= keys
+    skipped = {(s.job, s.step): s.reason for s in result.plan.unverified_steps}
+    assert "its local hooks are planned from .pre-commit-config.yaml" in skipped[
+        ("lint", "Run the hooks")]
+    assert "the hooks it runs are planned from" in skipped[("hooks", "pre-commit/action@v3.0.1")]
