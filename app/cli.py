@@ -330,6 +330,9 @@ def cmd_signal(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
     store = _store(settings)
+    before = store.get_run(args.run_id)
+    if is_end(before.state):
+        return _error(_ended(before, "cancel"), EXIT_USAGE)
     run = _engine(store, settings, json_output=args.json).cancel(
         args.run_id, reason=args.reason, by=_who())
     _announce(f"{run.id}: cancelled ({args.reason})", args.json)
@@ -515,7 +518,7 @@ def _signal(args: argparse.Namespace, settings: Settings, kind: SignalKind,
     engine = _engine(store, settings, json_output=args.json, moves=moves)
     before = store.get_run(args.run_id)
     if is_end(before.state):
-        return _error(f"run {before.id} has already ended ({before.state.value})", EXIT_USAGE)
+        return _error(_ended(before, verb_of(kind, cli=True)), EXIT_USAGE)
     signal = engine.signal(args.run_id, kind, author=_who(), payload=payload)
     if args.detach:
         _announce(_enqueue(settings, store, args.run_id), args.json)
@@ -527,6 +530,12 @@ def _signal(args: argparse.Namespace, settings: Settings, kind: SignalKind,
         _project(store, settings, run)
         return _error(_refusal(store, answered), EXIT_USAGE)
     return _finish(store, settings, run, args.json)
+
+
+def _ended(run: Run, verb: str) -> str:
+    """Why ``ratchet VERB`` changes nothing on an ended run, and what would."""
+    return (f"run {run.id} has already ended ({run.state.value}), so `ratchet {verb}` changes"
+            " nothing; `ratchet run` starts a new run")
 
 
 def _refusal(store: Store, signal: Signal) -> str:

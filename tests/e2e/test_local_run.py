@@ -146,6 +146,12 @@ def test_unknown_run_and_ended_run(ratchet):
     again = ratchet("resume", run_id)
     assert again.returncode == 0
     assert again.stdout.strip() == f"{run_id}: had already ended (done); resume changed nothing"
+    for verb in ("retry", "cancel", "verify-again"):
+        late = ratchet(verb, run_id)
+        assert late.returncode == 2 and late.stderr.strip() == (
+            f"ratchet: run {run_id} has already ended (done), so `ratchet {verb}` changes"
+            " nothing; `ratchet run` starts a new run")
+    assert ratchet.status(run_id)["state"] == "done"
 
 
 def test_a_resume_that_finishes_the_run_says_it_finished_it(ratchet):
