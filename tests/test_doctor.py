@@ -19,6 +19,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from runner.ledger.schema import LATEST as SCHEMA_VERSION
 from tests.fakes.fakegithub import FakeGitHub
 from tests.services import free_port
 
@@ -152,7 +153,7 @@ def test_every_check_holds_and_exit_is_0(tmp_path: Path, github: FakeGitHub, app
         "agent": f"ok gemini is {tmp_path}/bin/gemini (version 0.0.1-stub)",
         "credentials": "ok GEMINI_API_KEY set",
         "sandbox": "ok bwrap starts processes here",
-        "ledger": f"ok SQLite {home}/ratchet.db is writable (schema version 5)",
+        "ledger": f"ok SQLite {home}/ratchet.db is writable (schema version {SCHEMA_VERSION})",
         "broker": "ok embedded (no RATCHET_BROKER_URL: `ratchet serve` runs the in-process"
                   " worker)",
         "github-app": f"ok {github.base_url} accepts the App's JWT: App '{SLUG}' (id {APP_ID})",
