@@ -40,7 +40,6 @@ from verification.manifests import (
     requirement_name,
     strings,
 )
-from verification.semver import satisfies
 from verification.workspaces import Ecosystem, Layout
 
 # Node specifiers that point at a folder of the repository.
@@ -137,6 +136,9 @@ def _node_edges(layout: Layout, manifests: Manifests, graph: DependencyGraph) ->
                     graph.add(path, target, reason, _NODE)
                 elif by_version and layout.install_root(target, Ecosystem.NODE) == root:
                     version = packages[target].get("version")
+                    # Only here: most monorepos link their members by the workspace protocol.
+                    from verification.semver import satisfies
+
                     if isinstance(version, str) and satisfies(version, spec):
                         graph.add(path, target, f"{reason}, satisfied by {name}@{version}",
                                   _NODE)
