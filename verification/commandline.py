@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
+from functools import lru_cache
 from posixpath import basename, normpath
 
 # A line longer than this is not read (a recipe is a few hundred characters; a planted one
@@ -85,8 +86,15 @@ class Command:
 
 def commands(line: str, *, depth: int = 0) -> list[Command]:
     """The simple commands of a shell line, in order (a line that cannot be read: none)."""
+    return list(_commands(line, depth))
+
+
+@lru_cache(maxsize=4096)
+def _commands(line: str, depth: int) -> tuple[Command, ...]:
+    """`commands`, read once per line: the packages of a monorepo repeat the same scripts,
+    and shlex reads a line slowly."""
     if len(line) > MAX_LINE or depth > MAX_NESTING:
-        return []
+        return ()
     found: list[Command] = []
     cwd = "."
     for words in _simple_commands(line):
@@ -99,10 +107,10 @@ def commands(line: str, *, depth: int = 0) -> list[Command]:
             continue
         if program in _SHELLS and len(args) >= 2 and args[0] == "-c":
             found += [Command(c.program, c.args, _joined(cwd, c.cwd))
-                      for c in commands(args[1], depth=depth + 1)]
+                      for c in _commands(args[1], depth + 1)]
             continue
         found.append(Command(program, args, cwd))
-    return found
+    return tuple(found)
 
 
 def programs(line: str) -> list[str]:

@@ -279,7 +279,8 @@ def _with_floor(floor: PlanResult, change: PlanResult, present: set[str]) -> Pla
 def _within(checks: list[PlannedCheck]) -> tuple[PlannedCheck, ...]:
     """The checks, each needing only checks of the same plan."""
     keys = {check.key for check in checks}
-    return tuple(replace(c, needs=tuple(n for n in c.needs if n in keys)) for c in checks)
+    return tuple(c if keys.issuperset(c.needs) else
+                 replace(c, needs=tuple(n for n in c.needs if n in keys)) for c in checks)
 
 
 def _merge_workspaces(floor: Plan, change: Plan, present: set[str],

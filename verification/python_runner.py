@@ -23,12 +23,12 @@ where the repository uses them, with the repository's own configuration:
 
 from __future__ import annotations
 
-import configparser
 import re
 import shlex
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase as fnmatch
+from functools import lru_cache
 from posixpath import normpath
 
 from verification.checks import DetectedCheck
@@ -108,7 +108,7 @@ def python_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: M
                   tests: PythonTests) -> list[DetectedCheck]:
     pyproject = manifests.toml(join(workspace, "pyproject.toml"))
     tools = mapping(pyproject.get("tool"))
-    setup_cfg = manifests.text(join(workspace, "setup.cfg")) or ""
+    setup_cfg = _text(index, manifests, workspace, "setup.cfg")
     runner = _runner(workspace, layout, index)
     dependencies = _dependencies(workspace, index, manifests)
     nested = [relative(child, workspace) or child for child in layout.children(workspace)]
@@ -121,7 +121,7 @@ def python_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: M
     ):
         checks.append(DetectedCheck("ruff", "lint", f"{runner}ruff check .", _PY, _RUFF | uv))
 
-    mypy_ini = manifests.text(join(workspace, "mypy.ini")) or ""
+    mypy_ini = _text(index, manifests, workspace, "mypy.ini")
     uses_mypy = (
         "mypy" in tools
         or _has(index, workspace, "mypy.ini", ".mypy.ini")
@@ -268,7 +268,7 @@ def _test_command(workspace: str, runner: str, index: RepoIndex, manifests: Mani
     suffix = "".join(f" --ignore={shlex.quote(name)}" for name in ignores)
     if runner:
         return f"{runner}pytest {PYTEST_ARGS}{suffix}"
-    setup_cfg = manifests.text(join(workspace, "setup.cfg")) or ""
+    setup_cfg = _text(index, manifests, workspace, "setup.cfg")
     if index.has(workspace, "tox.ini") or "tox" in mapping(pyproject.get("tool")) or (
         "[tox:tox]" in setup_cfg
     ):
@@ -322,8 +322,15 @@ class PytestConfig:
             return False
         if self.ignores and any(is_below(path, p) or fnmatch(path, p) for p in self.ignores):
             return False
-        parts = folders.split("/") if folders else []
-        return not any(fnmatch(part, p) for part in parts for p in self.norecursedirs)
+        return not _not_recursed(folders, self.norecursedirs)
+
+
+@lru_cache(maxsize=4096)
+def _not_recursed(folders: str, norecursedirs: tuple[str, ...]) -> bool:
+    """Whether a folder of `folders` (a relative path) matches `norecursedirs`: decided once
+    per folder, which holds many test files."""
+    parts = folders.split("/") if folders else []
+    return any(fnmatch(part, p) for part in parts for p in norecursedirs)
 
 
 def _ignored(flags: list[str]) -> Iterator[str]:
@@ -362,6 +369,8 @@ def _ini_options(workspace: str, name: str, section: str, manifests: Manifests,
     """The options of `section` in the workspace's ini file `name`, None without one."""
     if not index.has(workspace, name):
         return None
+    import configparser  # only here: most workspaces have no setup.cfg, tox.ini or pytest.ini
+
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
         parser.read_string(manifests.text(join(workspace, name)) or "")
@@ -389,3 +398,8 @@ def _dependencies(workspace: str, index: RepoIndex, manifests: Manifests) -> set
 
 def _has(index: RepoIndex, folder: str, *names: str) -> bool:
     return any(index.has(folder, name) for name in names)
+
+
+def _text(index: RepoIndex, manifests: Manifests, folder: str, name: str) -> str:
+    """The text of the file `name` in `folder`; "" for none (not read: the tree has none)."""
+    return (manifests.text(join(folder, name)) or "") if index.has(folder, name) else ""
