@@ -32,6 +32,9 @@ WATCHED_NAMES = MANIFESTS | {
     # Task runners and declared tools (`task_runners`, `task_graphs`, `hooks`).
     "GNUmakefile", "makefile", "justfile", "Justfile", ".justfile", "tox.toml", "turbo.json",
     "nx.json", "project.json", ".pre-commit-config.yaml", "pyrightconfig.json",
+    # Linters declared by their configs (`runners`).
+    "clippy.toml", ".clippy.toml", "rustfmt.toml", ".rustfmt.toml", ".golangci.yml",
+    ".golangci.yaml", ".golangci.toml", ".golangci.json",
 }  # fmt: skip
 # ... and by prefix: requirement files, test runner configs.
 WATCHED_PREFIXES = ("requirements", "vitest.config.", "vitest.workspace.", "jest.config.")

@@ -2,8 +2,10 @@
 
 Pure. One entry point for planning: `Runners.checks(workspace)` gathers the checks of every
 ecosystem a workspace holds (Node and Python in their own modules; Go and Cargo here, whose
-toolchains have one way to check a module), and `Runners.install(root, ecosystem)` the frozen
-install a fresh worktree needs at an install root. Results are cached per plan.
+toolchains have one way to check a module, plus the linters a workspace declares by their
+configs: `clippy.toml` or Cargo's `[lints.clippy]` clippy, `rustfmt.toml` `cargo fmt --check`,
+`.golangci.yml` golangci-lint), and `Runners.install(root, ecosystem)` the frozen install a
+fresh worktree needs at an install root. Results are cached per plan.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from verification.checks import KIND_ORDER, DetectedCheck
-from verification.index import RepoIndex
+from verification.index import RepoIndex, join, parent
 from verification.manifests import Manifests
 from verification.node_runner import node_checks, node_install
 from verification.python_runner import PythonTests, python_checks, python_install
@@ -32,6 +34,30 @@ CARGO_CHECKS = (
     DetectedCheck("cargo-test", "test", "cargo test --workspace", Ecosystem.RUST,
                   frozenset({"cargo test"})),
 )
+
+CLIPPY = DetectedCheck("cargo-clippy", "lint", "cargo clippy --workspace --all-targets",
+                       Ecosystem.RUST, frozenset({"cargo clippy"}))
+# Linters a workspace declares by their config files (clippy and rustfmt look for theirs from
+# the crate up, golangci-lint from the module up): the config plans the linter.
+CARGO_LINTERS = (
+    (("clippy.toml", ".clippy.toml"), CLIPPY),
+    (("rustfmt.toml", ".rustfmt.toml"),
+     DetectedCheck("cargo-fmt", "lint", "cargo fmt --all -- --check", Ecosystem.RUST,
+                   frozenset({"rustfmt"}))),
+)
+GO_LINTERS = (
+    ((".golangci.yml", ".golangci.yaml", ".golangci.toml", ".golangci.json"),
+     DetectedCheck("golangci-lint", "lint", "golangci-lint run ./...", Ecosystem.GO,
+                   frozenset({"golangci-lint"}))),
+)
+
+
+def _declares_clippy_lints(cargo: dict[str, object]) -> bool:
+    """True when Cargo.toml configures clippy's lints (`[lints.clippy]`, `[workspace.lints
+    .clippy]`): the repository lints with clippy."""
+    workspace = cargo.get("workspace")
+    tables = [cargo.get("lints"), workspace.get("lints") if isinstance(workspace, dict) else None]
+    return any(isinstance(t, dict) and isinstance(t.get("clippy"), dict) for t in tables)
 
 
 def narrow_cargo(command: str, crates: list[str]) -> str:
@@ -78,12 +104,30 @@ class Runners:
                 found += node_checks(workspace, self.layout, self.index, self.manifests,
                                      self.tasks.resolver(workspace) if self.tasks else None)
             if Ecosystem.GO in ecosystems:
-                found += GO_CHECKS
+                found += [*self._declared_linters(workspace, GO_LINTERS), *GO_CHECKS]
             if Ecosystem.RUST in ecosystems:
-                found += CARGO_CHECKS
+                found += [*self._declared_linters(workspace, CARGO_LINTERS), *CARGO_CHECKS]
+                if _declares_clippy_lints(self.manifests.toml(join(workspace, "Cargo.toml"))) \
+                        and CLIPPY not in found:
+                    found.insert(0, CLIPPY)
             found.sort(key=lambda c: KIND_ORDER.get(c.kind, len(KIND_ORDER)))
             self._checks[workspace] = found
         return self._checks[workspace]
+
+    def _declared_linters(self, workspace: str,
+                          linters: tuple[tuple[tuple[str, ...], DetectedCheck], ...]
+                          ) -> list[DetectedCheck]:
+        """The linters whose config the workspace (or a folder above it, where those tools
+        look too) declares: a `clippy.toml` plans clippy, a `.golangci.yml` golangci-lint."""
+        found = []
+        for names, check in linters:
+            folder: str | None = workspace
+            while folder is not None:
+                if any(self.index.has(folder, name) for name in names):
+                    found.append(check)
+                    break
+                folder = parent(folder)
+        return found
 
     def install(self, root: str, ecosystem: Ecosystem) -> str | None:
         """The install command a fresh worktree needs at `root` for `ecosystem`, or None."""

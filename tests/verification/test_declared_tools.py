@@ -83,3 +83,35 @@ def test_mypy_files_narrow_mypy(make_repo: Callable[[Files], Path]) -> None:
     assert "mypy" in commands(planned(root, "pyproject.toml").plan)  # its own config
     write(root, {"mypy.ini": "[mypy]\nfiles = src/acme,\n    scripts\n"})
     assert "mypy" in commands(planned(root, "mypy.ini").plan)
+
+
+def test_linter_configs_declare_their_linter(make_repo: Callable[[Files], Path]) -> None:
+    """A Cargo workspace with `[workspace.lints.clippy]` and a `rustfmt.toml` lints with clippy
+    and checks its formatting (narrowed to the changed crate like its other cargo commands);
+    a Go module under a root `.golangci.yml` runs golangci-lint, and the config plans only
+    that linter."""
+    files = layouts.cargo_workspace()
+    files["Cargo.toml"] += '\n[workspace.lints.clippy]\nall = { level = "warn", priority = -1 }\n'
+    files["rustfmt.toml"] = 'edition = "2021"\nmax_width = 100\n'
+    root = make_repo(files)
+    plan = planned(root, "crates/acme_py/src/lib.rs").plan  # no crate depends on it
+    assert {c.id: (c.kind, c.command) for c in plan.checks if c.id.startswith("cargo-")} == {
+        "cargo-clippy": ("lint", "cargo clippy -p acme_py --all-targets"),
+        "cargo-fmt": ("lint", "cargo fmt -p acme_py -- --check"),
+        "cargo-check": ("typecheck", "cargo check -p acme_py --all-targets"),
+        "cargo-test": ("test", "cargo test -p acme_py"),
+    }
+    assert {c.id for c in planned(root, "rustfmt.toml").plan.checks} == {"cargo-fmt"}
+
+
+def test_a_golangci_config_plans_golangci_lint(make_repo: Callable[[Files], Path]) -> None:
+    root = make_repo({
+        "go.mod": "module example.com/app\n\ngo 1.23\n", "main.go": "package main\n",
+        "tools/go.mod": "module example.com/app/tools\n\ngo 1.23\n",
+        "tools/gen.go": "package tools\n",
+        ".golangci.yml": "version: \"2\"\nlinters:\n  enable: [errcheck, govet]\n",
+    })  # fmt: skip
+    assert {c.key for c in planned(root, "main.go").plan.checks} == {
+        "golangci-lint", "go-vet", "go-test"}
+    assert {c.key for c in planned(root, ".golangci.yml").plan.checks} == {
+        "golangci-lint", "tools:golangci-lint"}
