@@ -118,6 +118,9 @@ _PLAIN_EVENT = Partial({
     "pull_request": Partial({"labels": [], "title": "", "body": "", "draft": False}),
     "head_commit": Partial({"message": ""}),
 })
+# A variable holding a credential: tools read it without the script naming it (`gh` reads
+# GH_TOKEN), so a step setting one planning cannot know does not run.
+_CREDENTIAL = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|API_?KEY|AUTH", re.IGNORECASE)
 # An `if:` with a status function (`always()`, `!cancelled()`) runs the job although a job it
 # needs was skipped; without one, GitHub skips it too.
 _STATUS_GUARD = re.compile(r"\b(?:always|cancelled)\(\s*\)")
@@ -368,7 +371,7 @@ class _WorkflowReader:
                 installs_seen.append(made)
                 entry.installs.append(made)
                 continue
-            folder, script, command, kind, uses = made
+            folder, script, command, kind, uses, unset = made
             if browsers is not None and tests_in_browsers(script, kind, self.scripts(folder)):
                 # From the first test in browsers on, the job's steps may use what it made.
                 in_browsers = True
@@ -382,7 +385,7 @@ class _WorkflowReader:
                 ecosystems=ecosystems_of(script, uses), tools=frozenset(u.tool for u in uses),
                 workflow=self.path, job=key, step=step.label,
                 setups=tuple(dict.fromkeys(i.folder for i in installs_seen)),
-                after=previous, notes=step_notes,
+                after=previous, notes=step_notes + unset,
             )
             entry.checks.append(check)
             previous = (check.key,)
@@ -467,10 +470,16 @@ class _WorkflowReader:
         script = interpolate(step.run or "", {**contexts, "env": step_env})
         if isinstance(script, Unknown):
             return skipped(_needs(script))
+        unset: list[str] = []
         for name, value in step_env.items():
-            if isinstance(value, Unknown) and (name in step.env or re.search(
-                    rf"\${{?{re.escape(name)}\b", script)):
+            if not isinstance(value, Unknown):
+                continue
+            if re.search(rf"\${{?{re.escape(name)}\b", script) or (name in step.env and (
+                    value.what.startswith(("secrets", "vars", "github.token"))
+                    or _CREDENTIAL.search(name))):
                 return skipped(_needs(value))
+            if name in step.env:
+                unset.append(name)  # a setting the script never reads: its tools' default
         where = step.working_directory or job.defaults.working_directory or \
             workflow.defaults.working_directory
         folder = "."
@@ -500,11 +509,14 @@ class _WorkflowReader:
             lines = [install_ecosystem(line) for line in script.splitlines()]
             ecosystem = next((e for e in lines if e is not None), None)
             return CiInstall(folder, ecosystem, command)
-        return folder, script.strip(), command, kind_of(script, step.name, uses), uses
+        notes = tuple(f"step {step.label!r}: runs without {name} (it needs "
+                      f"{step_env[name].what}, which planning cannot know)" for name in unset)
+        return folder, script.strip(), command, kind_of(script, step.name, uses), uses, notes
 
 
-# A check step's parts: folder, script, command, kind, the tools it runs.
-_Made = tuple[str, str, str, str, list[ToolUse]]
+# A check step's parts: folder, script, command, kind, the tools it runs, and notes on what
+# it runs without.
+_Made = tuple[str, str, str, str, list[ToolUse], tuple[str, ...]]
 
 
 @dataclass(frozen=True)

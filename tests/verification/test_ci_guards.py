@@ -159,3 +159,39 @@ def test_a_job_committing_its_rewrites_and_a_metrics_job_are_no_checks() -> None
         "autofix": "commits what its steps rewrite (autofix-ci/action): a fixer, not verification",
         "build_metrics": "runs benchmarks or measures sizes: measurements, not verification",
     }
+
+
+UNKNOWN_ENV = """\
+on: pull_request
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - id: rust-cache
+        uses: swatinem/rust-cache@v2
+      - name: Cargo test
+        env:
+          CARGO_UNSTABLE_MTIME_ON_USE: ${{ steps.rust-cache.outputs.cache-hit != 'true' }}
+          RUST_BACKTRACE: 1
+        run: cargo nextest run --workspace
+      - name: Snapshots
+        env:
+          PENDING: ${{ steps.rust-cache.outputs.cache-hit }}
+        run: ls "$PENDING"
+      - name: Comment
+        env:
+          GH_TOKEN: ${{ github.token }}
+        run: gh pr comment --body done
+"""
+
+
+def test_a_step_setting_a_variable_planning_cannot_know_runs_without_it_unless_it_reads_it(
+) -> None:
+    """A tool setting the script never reads is left at its default, and the check says so; a
+    variable the script reads, or a credential a tool reads by itself, keeps the step out."""
+    plan = ci(UNKNOWN_ENV, ["crates/a/src/lib.rs"])
+    [check] = plan.jobs[0].checks
+    assert check.command == "export RUST_BACKTRACE=1; cargo nextest run --workspace"
+    assert check.notes == ("step 'Cargo test': runs without CARGO_UNSTABLE_MTIME_ON_USE (it needs"
+                           " steps.rust-cache, which planning cannot know)",)
+    assert [u.step for u in plan.jobs[0].unverified] == ["Snapshots", "Comment"]
