@@ -571,29 +571,32 @@ def read_config_at(git: Git, revision: str | None) -> bytes | None:
     return None
 
 
-def check_config_size(size: int, *, path: str = CONFIG_PATH) -> None:
-    """Raise ConfigError when a config file of `size` bytes is over `MAX_CONFIG_BYTES`.
+def check_config_size(size: int, *, path: str = CONFIG_PATH, limit: int = MAX_CONFIG_BYTES
+                      ) -> None:
+    """Raise ConfigError when a config file of `size` bytes is over `limit` (a workflow's is
+    GitHub's own, `workflows.MAX_WORKFLOW_BYTES`).
 
     Call it with the size a reader learns before reading (a stat, a git tree entry), so an
     oversized file is never read; `load_config` checks again.
     """
-    if size > MAX_CONFIG_BYTES:
+    if size > limit:
         raise ConfigError(
             path,
             None,
             "",
-            f"the file is {size} bytes; the limit is {MAX_CONFIG_BYTES} bytes "
-            f"({MAX_CONFIG_BYTES // 1024} KiB): move long commands into scripts the checks run",
+            f"the file is {size} bytes; the limit is {limit} bytes "
+            f"({limit // 1024} KiB): move long commands into scripts the checks run",
         )
 
 
-def decode_config(source: str | bytes, path: str) -> str:
-    """The text of a config file (or a workflow), after the size cap; bytes must be UTF-8.
-    Raises ConfigError naming `path` (and the line of the first byte that is not)."""
+def decode_config(source: str | bytes, path: str, *, limit: int = MAX_CONFIG_BYTES) -> str:
+    """The text of a config file (or a workflow), after the size cap (`limit` bytes); bytes
+    must be UTF-8. Raises ConfigError naming `path` (and the line of the first byte that is
+    not)."""
     if isinstance(source, str):
-        check_config_size(len(source.encode("utf-8", "surrogatepass")), path=path)
+        check_config_size(len(source.encode("utf-8", "surrogatepass")), path=path, limit=limit)
         return source
-    check_config_size(len(source), path=path)
+    check_config_size(len(source), path=path, limit=limit)
     try:
         return source.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -35,6 +35,15 @@ from verification.yaml_events import load_yaml
 _CHANGE_EVENT = re.compile(r"pull_request|push|merge_group|workflow_call")
 # The most matrix combinations looked at for one job (GitHub runs at most 256).
 MAX_COMBINATIONS = 256
+# The largest workflow file read, and the most YAML nodes it may expand to (each use of an
+# alias counting its whole value): GitHub's own workflow parser's limits, 1 MiB and a million
+# parse events (actions/runner src/Sdk/WorkflowParser/ParseOptions.cs, MaxFileSize and
+# MaxParseEvents). A real workflow GitHub runs is read whole (deno's generated ci.yml is
+# 424 kB, about 80,000 nodes counted so: past a ratchet.yml's limits), while a larger one,
+# which GitHub would refuse too, is refused, the size before parsing. libyaml parses 1 MiB in
+# well under a second.
+MAX_WORKFLOW_BYTES = 1024 * 1024
+MAX_WORKFLOW_NODES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -139,7 +148,7 @@ class Workflows:
 def read_workflows(texts: Mapping[str, str | None]) -> Workflows:
     """Parse each workflow file (`path -> text`, None for a file that could not be read as
     UTF-8 text of at most `tree.MAX_READ_BYTES`); one naming no event a change triggers is
-    left out unread."""
+    left out unread, one over `MAX_WORKFLOW_BYTES` or `MAX_WORKFLOW_NODES` is a problem."""
     found = Workflows()
     for path in sorted(texts):
         text = texts[path]
@@ -150,7 +159,8 @@ def read_workflows(texts: Mapping[str, str | None]) -> Workflows:
         if not _CHANGE_EVENT.search(text):
             continue
         try:
-            data = load_yaml(text, path=path)
+            data = load_yaml(text, path=path, max_bytes=MAX_WORKFLOW_BYTES,
+                             max_nodes=MAX_WORKFLOW_NODES)
         except ConfigError as exc:
             found.problems.append(WorkflowProblem(path, f"ignored: {exc}"))
             continue

@@ -1,8 +1,10 @@
 """Hostile YAML read fast, for the repository files planning reads many of (CI workflows).
 
 Pure. The same limits as `.github/ratchet.yml` (`config.py`): at most `MAX_CONFIG_BYTES` of
-UTF-8, `MAX_NESTING_DEPTH` levels, `MAX_EXPANDED_NODES` nodes once every alias is expanded, no
-alias inside its own anchor; every refusal a `ConfigError` naming the file (and the line).
+UTF-8, `MAX_NESTING_DEPTH` levels, `MAX_EXPANDED_NODES` nodes once every alias is expanded
+(a workflow: GitHub's own larger limits, `workflows.MAX_WORKFLOW_BYTES` and
+`MAX_WORKFLOW_NODES`), no alias inside its own anchor; every refusal a `ConfigError` naming
+the file (and the line).
 What differs is speed: config.py composes PyYAML's node graph in Python to map each field to
 its line, about 1 s for the 440 KB of workflows a large repository has. Here libyaml's parser
 (PyYAML's C extension, when installed) yields the events and one loop builds the data, with no
@@ -22,6 +24,7 @@ from typing import Any
 import yaml
 
 from verification.config import (
+    MAX_CONFIG_BYTES,
     MAX_EXPANDED_NODES,
     MAX_NESTING_DEPTH,
     ConfigError,
@@ -57,10 +60,13 @@ class _Open:
     seen: set[Any] = field(default_factory=set)
 
 
-def load_yaml(source: str | bytes, *, path: str) -> Any:
+def load_yaml(source: str | bytes, *, path: str, max_bytes: int = MAX_CONFIG_BYTES,
+              max_nodes: int = MAX_EXPANDED_NODES) -> Any:
     """The data of one YAML document (None when empty); raises ConfigError naming `path`
-    (and the line) for YAML errors, bytes that are not UTF-8 and values over the limits."""
-    text = decode_config(source, path)
+    (and the line) for YAML errors, bytes that are not UTF-8 and values over the limits (a
+    source over `max_bytes` is refused before parsing, one expanding to over `max_nodes`
+    nodes as soon as it does)."""
+    text = decode_config(source, path, limit=max_bytes)
     anchors: dict[str, tuple[Any, int, int]] = {}  # anchor -> (value, size, depth)
     stack: list[_Open] = []
     result: list[Any] = []
@@ -92,9 +98,9 @@ def load_yaml(source: str | bytes, *, path: str) -> Any:
             else:
                 continue  # stream and document events
             total += size
-            if total > MAX_EXPANDED_NODES or len(stack) + depth > MAX_NESTING_DEPTH:
-                problem = (f"more than {MAX_EXPANDED_NODES} YAML nodes"
-                           if total > MAX_EXPANDED_NODES
+            if total > max_nodes or len(stack) + depth > MAX_NESTING_DEPTH:
+                problem = (f"more than {max_nodes} YAML nodes"
+                           if total > max_nodes
                            else f"values nesting more than {MAX_NESTING_DEPTH} levels deep")
                 raise ConfigError(path, _line(event), "", f"the file has {problem} once aliases "
                                   "are expanded (each use of an alias counts its whole value)")

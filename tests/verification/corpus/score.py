@@ -74,9 +74,10 @@ class Want:
 
 
 def _mentions(command: str, words: str) -> bool:
-    """True when `words` appear in `command` as whole words (not inside a longer name)."""
+    """True when `words` appear in `command` as whole words (not inside a longer name); a
+    path may be spelled from the current folder (`./tools/lint.js` is `tools/lint.js`)."""
     pattern = r"\s+".join(re.escape(word) for word in words.split())
-    return re.search(rf"(?<![\w@/.-]){pattern}(?![\w-])", command) is not None
+    return re.search(rf"(?<![\w@/.-])(?:\./)?{pattern}(?![\w-])", command) is not None
 
 
 @dataclass(frozen=True)

@@ -152,3 +152,6 @@ def test_score_names_every_way_a_plan_is_wrong() -> None:
     assert Want(tool=("cargo miri test",), package="intern").matches(
         check("m", ".", "cargo miri test -p intern"))
     assert not Want(package="intern").matches(check("m", ".", "cargo test -p internals"))
+    # A path run from the current folder is the same path; inside a longer one it is not.
+    assert Want(tool=("tools/lint.js",)).matches(check("l", ".", "deno run -A ./tools/lint.js"))
+    assert not Want(tool=("tools/lint.js",)).matches(check("l", ".", "deno run x/tools/lint.js"))
