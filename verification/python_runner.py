@@ -64,22 +64,33 @@ class PythonTests:
     and the folders holding test-named files that an unconfigured pytest must not collect:
     fixture folders, and crates of a Cargo workspace (a parser's inputs are its data)."""
 
+    index: RepoIndex
+    layout: Layout
     files: dict[str, list[str]] = field(default_factory=dict)
-    sources: dict[str, list[str]] = field(default_factory=dict)
     fixture_dirs: dict[str, set[str]] = field(default_factory=dict)
+    _sources: dict[str, list[str]] | None = None
 
     @classmethod
     def from_index(cls, index: RepoIndex, layout: Layout) -> PythonTests:
-        found = cls()
-        for paths, into, data in ((index.python_tests, found.files, True),
-                                  (index.python_sources, found.sources, False)):
-            by_folder: dict[str, list[str]] = {}
-            for path in paths:
-                folder, _, name = path.rpartition("/")
-                by_folder.setdefault(folder or ".", []).append(name)
-            for folder, names in by_folder.items():  # a folder holds many files: decide once
-                found._add(folder, names, into, layout, data=data)
+        found = cls(index, layout)
+        found._group(index.python_tests, found.files, data=True)
         return found
+
+    def sources(self, workspace: str) -> list[str]:
+        """The workspace's other Python files, grouped on first use: only a configured
+        `python_files` makes them candidates, and a Python monorepo lists thousands."""
+        if self._sources is None:
+            self._sources = {}
+            self._group(self.index.python_sources, self._sources, data=False)
+        return self._sources.get(workspace, [])
+
+    def _group(self, paths: list[str], into: dict[str, list[str]], *, data: bool) -> None:
+        by_folder: dict[str, list[str]] = {}
+        for path in paths:
+            folder, _, name = path.rpartition("/")
+            by_folder.setdefault(folder or ".", []).append(name)
+        for folder, names in by_folder.items():  # a folder holds many files: decide once
+            self._add(folder, names, into, self.layout, data=data)
 
     def _add(self, folder: str, names: list[str], into: dict[str, list[str]], layout: Layout,
              *, data: bool) -> None:
@@ -155,7 +166,7 @@ def python_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: M
     testpaths = config.testpaths
     candidates = tests.files.get(workspace, [])
     if config.python_files:
-        candidates = [*candidates, *tests.sources.get(workspace, [])]
+        candidates = [*candidates, *tests.sources(workspace)]
     files = [f for f in candidates if config.collects(f)]
     if files:
         command = _test_command(
