@@ -511,6 +511,12 @@ def _lockfile(path: str, layout: Layout, manifests: Manifests, base: Tree | None
             if ecosystem in ws.ecosystems and layout.install_root(w, ecosystem) == folder
         )
     if not scope:
+        home = layout.home(path)
+        if home is not None and is_test_file(relative(path, home) or path):
+            # A mock package's lockfile under a test folder is test data its package's
+            # tests read (jupyterlab/tests/mock_packages/*/yarn.lock): code, not an install.
+            _code(path, layout, selection, pick)
+            return
         selection.files[path] = FileStatus("outside", f"no {ecosystem} workspace installs from it")
         return
     direct = None

@@ -74,6 +74,24 @@ def test_a_test_suite_with_its_own_lockfile_is_a_workspace_a_mock_package_is_not
     root = make_repo(files)
     assert workspaces(root, "e2e/spec.js") == {"e2e"}
     assert workspaces(root, "packages/cli/tests/mock_packages/ext/index.js") == {"packages/cli"}
+    # Its lockfile, which no workspace installs from, is test data of packages/cli too.
+    assert workspaces(root, "packages/cli/tests/mock_packages/ext/yarn.lock") == {"packages/cli"}
+
+
+def test_a_mock_extensions_lockfile_in_a_python_packages_tests_runs_its_pytest(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    """jupyterlab's `jupyterlab/tests/mock_packages/*/yarn.lock`: the Python tests build the
+    mock extension, so a bump of its lockfile is checked by the package's pytest."""
+    root = make_repo({
+        "pyproject.toml": '[project]\nname = "lab"\nversion = "1.0"\n',
+        "lab/__init__.py": "",
+        "lab/tests/test_build.py": "def test_build():\n    assert True\n",
+        "lab/tests/mock_packages/ext/package.json": package_json({"name": "mock-ext"}),
+        "lab/tests/mock_packages/ext/yarn.lock": "# yarn lockfile v1\n",
+    })  # fmt: skip
+    commands = pytest_commands(root, "lab/tests/mock_packages/ext/yarn.lock")
+    assert [c.split(" -q ")[0] for c in commands] == ["python -m pytest"]
 
 
 def test_a_module_type_test_package_of_a_single_package_is_not_a_workspace(
