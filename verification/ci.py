@@ -25,7 +25,9 @@ verifying, and follows GitHub's rules:
   reusable workflow of another repository, a step needing secrets or another unknown
   expression, a shell other than bash or sh, a working directory outside the repository,
   publishing or deploying, rewriting files (`--fix`), `continue-on-error`, the steps after
-  an artifact download (they work on another job's output), and after a browser download the
+  an artifact download (they work on another job's output; not when it brings back, where it
+  was made, what a job it needs uploaded: all checks run in one tree, after that job's), and
+  after a browser download the
   first test that drives browsers (`ci_steps.tests_in_browsers`: an e2e suite, playwright...)
   and every step after it; its builds and unit tests before that run.
 """
@@ -99,6 +101,7 @@ TOOLCHAIN_ACTIONS = frozenset({
 PATHS_FILTER_ACTIONS = frozenset({"dorny/paths-filter"})
 # Actions bringing another job's (or run's) artifacts: the steps after them work on those.
 DOWNLOAD_ACTIONS = ("actions/download-artifact@", "dawidd6/action-download-artifact@")
+UPLOAD_ACTIONS = ("actions/upload-artifact@",)
 _SETUP_ACTION = re.compile(r"^[^/]+/setup-[^/@]+$")
 _NOT_LINUX = re.compile(r"windows|macos|\bmac\b|osx", re.IGNORECASE)
 # A job or workflow that benchmarks, measures sizes or collects metrics: it measures, it does
@@ -172,6 +175,8 @@ class CiJob:
     checks: list[CiCheck] = field(default_factory=list)
     installs: list[CiInstall] = field(default_factory=list)
     unverified: list[UnverifiedStep] = field(default_factory=list)
+    # The artifacts its steps upload: name -> the path uploaded (one path, no wildcard).
+    uploads: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -271,10 +276,11 @@ class _WorkflowReader:
                 last = tuple(c.checks[-1].key for c in called if c.checks) or after
                 state[job.id] = _JobState(True, last, {})
                 continue
-            entry, outputs = self._job(workflow, job, key, contexts, notes, after)
+            handed = {name: path for s in ran for name, path in s.uploads.items()}
+            entry, outputs = self._job(workflow, job, key, contexts, notes, after, handed)
             read.append(entry)
             last = (entry.checks[-1].key,) if entry.checks else after
-            state[job.id] = _JobState(True, last, outputs)
+            state[job.id] = _JobState(True, last, outputs, entry.uploads)
         return read
 
     def _contexts(self, inputs: Mapping[str, Value],
@@ -314,7 +320,11 @@ class _WorkflowReader:
         return self.read(called, inputs, prefix=f"{key}/", depth=depth + 1, outer_needs=after)
 
     def _job(self, workflow: Workflow, job: Job, key: str, contexts: dict[str, Value],
-             notes: tuple[str, ...], after: tuple[str, ...]) -> tuple[CiJob, dict[str, Value]]:
+             notes: tuple[str, ...], after: tuple[str, ...],
+             handed: Mapping[str, str]) -> tuple[CiJob, dict[str, Value]]:
+        """The job's checks, installs and skipped steps, and its outputs. `handed` are the
+        artifacts the jobs it needs upload: a download of one back where it was made is no
+        other job's output here, since every check runs in the same tree, after those jobs'."""
         where = job.defaults.working_directory or workflow.defaults.working_directory
         entry = CiJob(self.path, key, self.event.paths is not None, self.admitted,
                       self.event.name, normpath(where) if where and "${{" not in where else ".")
@@ -346,7 +356,10 @@ class _WorkflowReader:
                     steps_context[step.id] = Partial({"outputs": Partial(outputs),
                                                       "outcome": "success",
                                                       "conclusion": "success"})
-                if step.uses.lower().startswith(DOWNLOAD_ACTIONS):
+                if step.uses.lower().startswith(UPLOAD_ACTIONS):
+                    _note_upload(step, entry, step_contexts)
+                if step.uses.lower().startswith(DOWNLOAD_ACTIONS) and not _handed_back(
+                        step, handed, step_contexts, self.folders):
                     downloaded = step.uses.split("@", 1)[0]
                 continue
             if step.run is None:
@@ -526,6 +539,7 @@ class _JobState:
     ran: bool
     last: tuple[str, ...]
     outputs: Mapping[str, Value]
+    uploads: Mapping[str, str] = field(default_factory=dict)
 
 
 def _in_order(jobs: Sequence[Job]) -> list[Job]:
@@ -579,6 +593,27 @@ def _value(raw: Any, contexts: Mapping[str, Value]) -> Value:
 def _truthy_flag(raw: Any, contexts: Mapping[str, Value]) -> bool:
     value = _value(raw, contexts)
     return not isinstance(value, Unknown) and truthy(value)
+
+
+def _note_upload(step: Step, entry: CiJob, contexts: Mapping[str, Value]) -> None:
+    """Keep what an upload step uploads when it is one path planning can resolve."""
+    name, path = (_value(step.with_.get(k), contexts) for k in ("name", "path"))
+    if isinstance(name, str) and isinstance(path, str) and path.strip() and "\n" not in \
+            path.strip() and not re.search(r"[*?\[!]", path):
+        entry.uploads[name] = normpath(path.strip())
+
+
+def _handed_back(step: Step, handed: Mapping[str, str], contexts: Mapping[str, Value],
+                 folders: Container[str]) -> bool:
+    """True when a download brings back, where it was made, an artifact a job this one needs
+    uploaded: a directory into itself, a file into its own folder."""
+    name, path = (_value(step.with_.get(k), contexts) for k in ("name", "path"))
+    uploaded = handed.get(name) if isinstance(name, str) else None
+    if uploaded is None or not isinstance(path if path is not None else "", str):
+        return False
+    into = normpath(path.strip() if isinstance(path, str) and path.strip() else ".")
+    parent = uploaded.rpartition("/")[0] or "."
+    return into == uploaded or (into == parent and uploaded not in folders)
 
 
 def _needs(unknown: Unknown) -> str:

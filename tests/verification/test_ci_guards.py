@@ -8,7 +8,7 @@ base's.
 from __future__ import annotations
 
 from verification.ci import CiPlan, read_ci
-from verification.workflows import read_workflows
+from verification.workflows import MAX_WORKFLOW_BYTES, read_workflows
 
 
 def ci(workflow: str, changed: list[str], *, folders: tuple[str, ...] = (".", "web")) -> CiPlan:
@@ -195,3 +195,61 @@ def test_a_step_setting_a_variable_planning_cannot_know_runs_without_it_unless_i
     assert check.notes == ("step 'Cargo test': runs without CARGO_UNSTABLE_MTIME_ON_USE (it needs"
                            " steps.rust-cache, which planning cannot know)",)
     assert [u.step for u in plan.jobs[0].unverified] == ["Snapshots", "Comment"]
+
+
+def test_a_generated_workflow_of_half_a_mebibyte_is_read() -> None:
+    """Generated workflows (deno's ci.generated.yml: 424 KiB) are read whole; only a file over
+    MAX_WORKFLOW_BYTES is ignored, with the reason."""
+    jobs = "".join(f"  test-{n}:\n    runs-on: ubuntu-latest\n    steps:\n"
+                   f"      - run: cargo test -p crate-{n}  # {'x' * 400}\n" for n in range(1200))
+    text = "on: pull_request\njobs:\n" + jobs
+    assert 512 * 1024 < len(text) <= MAX_WORKFLOW_BYTES
+    workflows = read_workflows({".github/workflows/ci.generated.yml": text})
+    assert workflows.problems == []
+    assert len(workflows.by_path[".github/workflows/ci.generated.yml"].jobs) == 1200
+
+
+HANDOFF = """\
+on: pull_request
+jobs:
+  build:
+    runs-on: ubuntu-latest
+    steps:
+      - run: cargo build -p app
+      - uses: actions/upload-artifact@v4
+        with:
+          name: app-binary
+          path: target/debug/app
+  test:
+    needs: build
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/download-artifact@v4
+        with:
+          name: app-binary
+          path: target/debug
+      - run: chmod +x target/debug/app
+      - run: cargo test -p app --test integration
+  report:
+    needs: build
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/download-artifact@v4
+        with:
+          name: coverage
+      - run: ./report.sh
+"""
+
+
+def test_a_test_job_downloading_what_its_build_job_uploaded_runs_after_that_build() -> None:
+    """Every check runs in one tree: the binary the build job uploads is already where the
+    test job downloads it, so the test job's steps run, after the build; a download of an
+    artifact no job it needs uploads still keeps the steps after it out."""
+    plan = ci(HANDOFF, ["src/main.rs"])
+    checks = {check.key: check for job in plan.jobs for check in job.checks}
+    assert list(checks) == ["ci.build.cargo-build-p-app",
+                            "ci.test.cargo-test-p-app-test-integration"]
+    assert checks["ci.test.cargo-test-p-app-test-integration"].after == (
+        "ci.build.cargo-build-p-app",)
+    report = next(job for job in plan.jobs if job.key == "report")
+    assert [u.step for u in report.unverified] == ["actions/download-artifact@v4", "./report.sh"]
