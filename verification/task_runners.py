@@ -177,12 +177,15 @@ class TaskLookup:
 
 
 def _runner_of(command: Command) -> tuple[str, tuple[str, ...]]:
-    """The task runner a command starts (`poetry poe x` is poe's), with its arguments."""
+    """The task runner a command starts (`poetry poe x` is poe's, `pnpm nx ...` nx's), with
+    its arguments."""
     program, args = command.program, command.args
     if program == "gmake":
         return "make", args
     if program == "poetry" and args[:1] == ("poe",):
         return "poe", args[1:]
+    if program in ("pnpm", "yarn", "bun") and args[:1] in (("turbo",), ("nx",)):
+        return args[0], args[1:]  # `pnpm turbo lint`: the manager runs the binary
     if program in ("tox", "nox") and args[:1] in (("run",), ("r",)):
         return program, args[1:]
     return program, args

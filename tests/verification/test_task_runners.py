@@ -401,3 +401,37 @@ def test_a_package_script_running_make_is_planned_by_what_the_target_runs(
     plan = planned(root, "packages/cli/tsconfig.json").plan
     assert {c.key: (c.kind, c.command) for c in plan.checks} == {
         "packages/cli:node-check": ("typecheck", "pnpm run check")}
+
+
+def test_nx_and_turbo_commands_are_read_through_the_projects_targets() -> None:
+    """`nx run-many -t lint,test` runs each project's targets: project.json executors
+    (`@nx/eslint:lint` is eslint, `@nx/vite:test` vitest), `nx:run-commands` commands, and
+    package scripts of projects without such a target; `turbo run` the packages' scripts."""
+    targets = {
+        "packages/ui": {"lint": {"executor": "@nx/eslint:lint"},
+                        "test": {"executor": "@nx/vite:test",
+                                 "options": {"passWithNoTests": True}}},
+        "packages/api": {"test": {"executor": "nx:run-commands",
+                                  "options": {"command": "jest --ci", "cwd": "packages/api"}}},
+    }  # fmt: skip
+    scripts = {"packages/api": {"lint": "eslint src", "test": "jest"},
+               "packages/docs": {"typecheck": "vue-tsc --noEmit"},
+               ".": {"test": "nx run-many -t test"}}
+    found = TaskLookup(read=lambda p: None, toml=lambda p: {}, has=lambda f, n: False,
+                       scripts=lambda folder: scripts.get(folder, {}),
+                       projects=lambda folder: [".", "packages/api", "packages/docs",
+                                                "packages/ui"],
+                       targets=lambda folder: targets.get(folder, {}))
+
+    def read_line(line: str) -> list[tuple[str, str]]:
+        return [(u.tool, u.kind) for u in found.line_uses(line, ".")]
+
+    assert read_line("npx nx run-many -t lint,test --parallel=3") == [
+        ("eslint", "lint"), ("jest", "test"), ("eslint", "lint"), ("vitest", "test")]
+    assert read_line("pnpm nx affected --targets=typecheck --base=origin/main") == [
+        ("vue-tsc", "typecheck")]
+    assert read_line("nx run ui:lint") == [("eslint", "lint"), ("eslint", "lint")]
+    assert read_line("npx turbo run typecheck --filter=...[origin/main]") == [
+        ("vue-tsc", "typecheck")]
+    assert read_line("nx graph") == [] and read_line("turbo prune web") == []
+    assert read_line("pnpm test") == [("jest", "test"), ("vitest", "test")]  # the root's script
