@@ -93,9 +93,11 @@ class Hook:
     def command(self, files: Sequence[str] | None) -> str:
         """The command running the hook on `files` (None: every tracked file it matches)."""
         base = " ".join([self.entry, *map(shlex.quote, self.args)])
-        if self.language == "fail":
-            base = f"printf '%s\\n' {shlex.quote(self.entry)} >&2; exit 1"
-        if not self.pass_filenames:
+        if self.language == "fail" and files is not None:
+            # pre-commit fails the hook naming its entry (the message) and the files.
+            named = " ".join(map(shlex.quote, [self.entry, *files]))
+            return f"printf '%s\\n' {named} >&2; exit 1"
+        if not self.pass_filenames and self.language != "fail":
             return base
         if files is not None:
             return f"{base} {' '.join(map(shlex.quote, files))}"

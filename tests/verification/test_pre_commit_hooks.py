@@ -96,6 +96,10 @@ def test_the_config_is_read_as_pre_commit_reads_it() -> None:
     assert hooks["typecheck"].command(["src/a.py", "src/b c.py"]) == (
         "uv run --frozen mypy src/a.py 'src/b c.py'")
     assert hooks["lint"].command(["src/a.py"]) == "make lint"  # pass_filenames: false
+    guard = subprocess.run(["sh", "-c", hooks["no-rej-files"].command(["a.rej"])],
+                           capture_output=True, text=True)
+    assert (guard.returncode, guard.stderr) == (
+        1, "patch leftovers must not be committed\na.rej\n")
     assert read_hooks("repos: [").problem is not None
 
 
