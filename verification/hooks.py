@@ -29,6 +29,9 @@ from posixpath import basename, splitext
 from typing import Any
 
 from verification.config import ConfigError
+from verification.model import PlannedCheck, UnverifiedStep
+from verification.task_runners import TaskLookup
+from verification.tools import kinds
 from verification.yaml_events import load_yaml
 
 CONFIG_FILE = ".pre-commit-config.yaml"
@@ -155,6 +158,58 @@ def read_hooks(text: str) -> HookConfig:
                 always_run=raw.get("always_run") is True,
             ))  # fmt: skip
     return HookConfig(tuple(hooks))
+
+
+@dataclass(frozen=True)
+class HookPlan:
+    """The checks the hooks become, each with the changed files it covers and why; the
+    hooks listed as not run; the ids of those pre-commit installs from the network first."""
+
+    checks: tuple[tuple[PlannedCheck, dict[str, tuple[str, ...]]], ...] = ()
+    unverified: tuple[UnverifiedStep, ...] = ()
+    installed: tuple[str, ...] = ()
+
+
+def plan_hooks(text: str, verifying: Sequence[str], lookup: TaskLookup,
+               timeout: float) -> HookPlan:
+    """What the config's hooks do for the changed files that need verifying (see the module
+    docstring): a local hook running its entry as it is becomes a root check of the kind of
+    what it runs; one pre-commit must install, or one rewriting files, a step not run."""
+    config = read_hooks(text)
+    installed = tuple(h.id for h in config.hooks if h.runs and not h.local)
+    if config.problem is not None:
+        return HookPlan((), (UnverifiedStep(CONFIG_FILE, "", "", config.problem),), installed)
+    if not verifying:
+        return HookPlan((), (), installed)
+    whole = CONFIG_FILE in verifying
+    checks: list[tuple[PlannedCheck, dict[str, tuple[str, ...]]]] = []
+    unverified: list[UnverifiedStep] = []
+    for hook in config.hooks:
+        files = matching(hook, verifying)
+        if not hook.runs or not (files or whole or hook.always_run):
+            continue
+        label = f"hook {hook.id}"
+        if not hook.local:
+            what = f"a {hook.language} environment" if hook.repo == "local" else hook.repo
+            unverified.append(UnverifiedStep(CONFIG_FILE, "", label, (
+                f"pre-commit installs it from {what} first, which needs the network: "
+                "not run here")))
+            continue
+        uses = lookup.line_uses(hook.entry, ".")
+        if any(use.writes for use in uses):
+            unverified.append(UnverifiedStep(CONFIG_FILE, "", label,
+                                             "rewrites the files it checks: not verification"))
+            continue
+        found = kinds(uses)
+        check = PlannedCheck(f"pre-commit-{re.sub(r'[^A-Za-z0-9._-]+', '-', hook.id)}", ".",
+                             found[0] if found else "lint",
+                             hook.command(None if whole else files), timeout, None)
+        because = {f: (f"the pre-commit hook {hook.id} runs on it",)
+                   for f in (files if files or not hook.always_run else verifying)}
+        if whole:
+            because[CONFIG_FILE] = (f"{CONFIG_FILE} declares the hook {hook.id}",)
+        checks.append((check, because))
+    return HookPlan(tuple(checks), tuple(unverified), installed)
 
 
 def matching(hook: Hook, changed: Iterable[str]) -> list[str]:

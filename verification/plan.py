@@ -56,7 +56,6 @@ from verification.select import (
     select,
 )
 from verification.task_runners import TaskLookup
-from verification.tools import kinds
 from verification.tree import Tree, read_texts
 from verification.workspaces import Ecosystem, Layout, declared_names, find_layout
 
@@ -79,7 +78,7 @@ __all__ = [
 ]
 
 # The pre-commit config, whose hooks are checks (`hooks`, read only when it exists).
-HOOKS_FILE = ".pre-commit-config.yaml"
+HOOKS_FILE = ".pre-commit-config.yaml"  # hooks.CONFIG_FILE
 # A command running the pre-commit hooks (pre-commit itself, or prek, its Rust port).
 _PRE_COMMIT_RUN = re.compile(r"(?:^|[\s;&|(/])(?:pre-commit|prek)(?:\s+run\b|\s*$)",
                              re.MULTILINE)
@@ -409,48 +408,15 @@ class _Assembly:
                             self._add(check, detected, {f: (*s, step) for f, s in covered.items()})
 
     def add_hooks(self, text: str, selection: Selection, lookup: TaskLookup) -> None:
-        """The repository's pre-commit hooks (`hooks`) for the changed files each runs on
-        (every file it matches when the config itself changed): a local hook running its
-        entry as it is becomes a root check of the kind of what it runs; a hook pre-commit
-        must install (a repository's, an environment's), or one rewriting files, is listed
-        as a step not run."""
-        from verification.hooks import matching, read_hooks
+        """The repository's pre-commit hooks the change concerns (`hooks.plan_hooks`)."""
+        from verification.hooks import plan_hooks
 
-        config = read_hooks(text)
-        self.installed_hooks = tuple(h.id for h in config.hooks if h.runs and not h.local)
-        if config.problem is not None:
-            self.unverified_steps.append(UnverifiedStep(HOOKS_FILE, "", "", config.problem))
-            return
         verifying = [path for path, status in selection.files.items()
                      if status.kind not in ("ignored", "documentation")]
-        whole = HOOKS_FILE in selection.files
-        if not verifying:
-            return
-        timeout = float(self.config.timeout)
-        for hook in config.hooks:
-            files = matching(hook, verifying)
-            if not hook.runs or not (files or whole or hook.always_run):
-                continue
-            label = f"hook {hook.id}"
-            if not hook.local:
-                what = f"a {hook.language} environment" if hook.repo == "local" else hook.repo
-                self.unverified_steps.append(UnverifiedStep(
-                    HOOKS_FILE, "", label, f"pre-commit installs it from {what} first, which "
-                                           "needs the network: not run here"))
-                continue
-            uses = lookup.line_uses(hook.entry, ".")
-            if any(use.writes for use in uses):
-                self.unverified_steps.append(UnverifiedStep(
-                    HOOKS_FILE, "", label, "rewrites the files it checks: not verification"))
-                continue
-            found = kinds(uses)
-            check = PlannedCheck(f"pre-commit-{re.sub(r'[^A-Za-z0-9._-]+', '-', hook.id)}", ".",
-                                 found[0] if found else "lint",
-                                 hook.command(None if whole else files), timeout, None)
-            because = {f: (f"the pre-commit hook {hook.id} runs on it",)
-                       for f in (files if files or not hook.always_run else verifying)}
-            if whole:
-                because[HOOKS_FILE] = (f"{HOOKS_FILE} declares the hook {hook.id}",)
+        planned = plan_hooks(text, verifying, lookup, float(self.config.timeout))
+        self.installed_hooks = planned.installed
+        self.unverified_steps += planned.unverified
+        for check, because in planned.checks:
             self._add(check, None, because)
 
     def add_ci(self, ci: CiPlan, selection: Selection) -> None:
