@@ -122,6 +122,8 @@ class TaskLookup:
         if program not in RUNNER_FILES:
             return None
         if program == "make":
+            if _option(args, ("-f", "--file", "--makefile")) is not None:
+                return None  # another makefile than the one planning reads
             where = _joined(where, _option(args, ("-C", "--directory")) or ".")
         if program == "just":
             where = _joined(where, _option(args, ("-d", "--working-directory")) or ".")

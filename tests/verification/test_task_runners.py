@@ -209,6 +209,7 @@ def test_a_makefile_is_read_target_by_target() -> None:
     assert read("make -n test", files) == []  # a dry run runs nothing
     assert read("make no-such-target", files) == []
     assert read("make -C sub test", files) == []  # no Makefile there: nothing known
+    assert read("make -f ci.mk test", files) == []  # another makefile: not read
 
 
 def test_a_justfile_is_read_recipe_by_recipe() -> None:
