@@ -11,7 +11,8 @@ A case's expectations are read from the repository's CI at that commit (see READ
   `PlannedCheck.needs`) a check matching `before`;
 - `unrunnable`: `file:job:step` of CI steps that cannot run in a sandbox, which the plan must
   list in `Plan.unverified_steps` (a reusable workflow's job is `caller/called`; an empty step
-  stands for any step of the job).
+  stands for any step of the job; a pre-commit hook has no job:
+  `.pre-commit-config.yaml::hook zizmor`).
 """
 
 from __future__ import annotations
@@ -159,6 +160,6 @@ def _needed(check: PlannedCheck, by_key: Mapping[str, PlannedCheck]) -> set[str]
 def _step(entry: str) -> tuple[str, str, str]:
     workflow, _, rest = entry.partition(":")
     job, _, step = rest.partition(":")
-    if not workflow or not job:
+    if not workflow or not (job or step):  # no job: a hook (`.pre-commit-config.yaml::hook x`)
         raise ValueError(f"an unrunnable step is file:job:step, got {entry!r}")
     return basename(workflow), job, step

@@ -28,7 +28,7 @@ from score import Case, Verdict, Want, score
 from verification.model import Plan, PlannedCheck, UnverifiedStep
 
 # The share of cases planned right today: raise it with every fix, never lower it.
-FLOOR = 44 / 48
+FLOOR = 45 / 48
 
 CASES = load_cases()
 KNOWN_MISSES = load_known_misses()
@@ -152,6 +152,11 @@ def test_score_names_every_way_a_plan_is_wrong() -> None:
     assert Want(tool=("cargo miri test",), package="intern").matches(
         check("m", ".", "cargo miri test -p intern"))
     assert not Want(package="intern").matches(check("m", ".", "cargo test -p internals"))
+    # A pre-commit hook pre-commit must install is listed by the config, with no job.
+    hook = Case("o/r", "0" * 40, (2,), "why", unrunnable=(".pre-commit-config.yaml::hook zizmor",))
+    listed = Plan((), (), None, unverified_steps=(UnverifiedStep(
+        ".pre-commit-config.yaml", "", "hook zizmor", "needs the network"),))
+    assert score(listed, hook).right and not score(Plan((), (), None), hook).right
     # A path run from the current folder is the same path; inside a longer one it is not.
     assert Want(tool=("tools/lint.js",)).matches(check("l", ".", "deno run -A ./tools/lint.js"))
     assert not Want(tool=("tools/lint.js",)).matches(check("l", ".", "deno run x/tools/lint.js"))
