@@ -76,4 +76,12 @@ def _json(value: Any) -> bytes:
 
 
 def _write(path: Path, data: bytes) -> None:
+    """Write ``path`` unless it already holds ``data``: the directory is rewritten at every
+    commit and most of it has not changed, and a rename costs far more than the read that
+    shows it is not needed (13 ms against 0.1 ms here)."""
+    try:
+        if path.is_file() and not path.is_symlink() and path.read_bytes() == data:
+            return
+    except OSError:
+        pass  # unreadable: written anew
     write_atomic(path, data, durable=False)  # a projection: the ledger rewrites it

@@ -28,7 +28,7 @@ PICKED_UP = "picked up at a detached command's request"
 def ratchet(tmp_path: Path) -> Ratchet:
     # The reaper would wake the run within its interval too: an hour leaves the pickup alone.
     return Ratchet(home=tmp_path / "home", repo=make_target_repo(tmp_path / "repo"),
-                   env={"RATCHET_REAP_SECONDS": "3600"})
+                   env={"RATCHET_REAP_SECONDS": "3600"}, lease_seconds=30)
 
 
 @pytest.fixture
