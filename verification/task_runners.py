@@ -67,6 +67,8 @@ class TaskLookup:
         self.projects = projects or (lambda folder: ())
         self.targets = targets or (lambda folder: {})
         self._files: dict[tuple[str, str], TaskFile | None] = {}
+        # What each invocation (runner, folder, tasks) runs, once read.
+        self._read: dict[tuple[str, str, tuple[str, ...]], tuple[ToolUse, ...]] = {}
 
     def task_file(self, runner: str, folder: str) -> TaskFile | None:
         """The tasks `runner` finds in `folder`, None when it has no file there."""
@@ -111,8 +113,9 @@ class TaskLookup:
         return None
 
     def uses(self, command: Command, folder: str, depth: int = 0) -> list[ToolUse] | None:
-        """The tools `command` (run in `folder`) runs through the tasks it names, in order;
-        None when it runs no task runner planning can read (the caller classifies it)."""
+        """The tools `command` (run in `folder`) runs through the tasks it names, in order,
+        each once; None when it runs no task runner planning can read (the caller classifies
+        it)."""
         if depth >= MAX_DEPTH:
             return None
         where = _joined(folder, command.cwd)
@@ -133,6 +136,10 @@ class TaskLookup:
         names = _invoked(program, args, found)
         if names is None:
             return None
+        key = (program, where, tuple(names))
+        if key in self._read:  # read once: a task run from many lines (or itself) is not
+            return list(self._read[key])  # read again, however the file nests them
+        self._read[key] = ()
         uses: list[ToolUse] = []
         seen: set[str] = set()
         pending = [(name, 0) for name in names]
@@ -145,7 +152,8 @@ class TaskLookup:
             pending += [(call, level + 1) for call in task.calls]
             for line in task.lines:
                 uses += self.line_uses(line, where, depth + 1)
-        return uses
+        self._read[key] = tuple(dict.fromkeys(uses))  # each use once: the reading stays small
+        return list(self._read[key])
 
     def line_uses(self, line: str, folder: str, depth: int = 0) -> list[ToolUse]:
         """The tools a shell line run in `folder` runs, through the package scripts and the
@@ -160,13 +168,17 @@ class TaskLookup:
                     depth: int) -> list[ToolUse] | None:
         """`turbo run a b` and `nx run-many -t a,b` run the tasks in every package that has
         them: the tools of those packages' scripts (and Nx targets) of that name."""
-        tasks = _turbo_tasks(args) if program == "turbo" else _nx_targets(args)
+        tasks, only = (_turbo_tasks(args), None) if program == "turbo" else _nx_targets(args)
         if not tasks:
             return None
+        key = (program, folder, (*tasks, f"project={only}"))
+        if key in self._read:
+            return list(self._read[key])
+        self._read[key] = ()
         uses: list[ToolUse] = []
-        for project in self.projects(folder):
-            if project == folder:
-                continue  # the root's own script is what started it
+        projects = [p for p in self.projects(folder) if p != folder]  # not the starter's own
+        named = [p for p in projects if only is not None and p.rpartition("/")[2] == only]
+        for project in named or projects:
             scripts = self.scripts(project)
             targets = self.targets(project)
             for task in tasks:
@@ -175,7 +187,8 @@ class TaskLookup:
                         uses += self.line_uses(line, project, depth + 1)
                 elif isinstance(scripts.get(task), str):
                     uses += self.line_uses(f"npm run {task}", project, depth + 1)
-        return uses
+        self._read[key] = tuple(dict.fromkeys(uses))  # each use once: the reading stays small
+        return list(self._read[key])
 
 
 def _runner_of(command: Command) -> tuple[str, tuple[str, ...]]:
@@ -289,18 +302,21 @@ _TURBO_COMMANDS = frozenset({"prune", "login", "logout", "link", "unlink", "gen"
                              "scan", "bin", "completion", "devtools"})
 
 
-def _nx_targets(args: tuple[str, ...]) -> list[str]:
-    """`nx run-many -t a,b`, `nx affected --targets=a`, `nx run p:a`, `nx a p`: targets."""
+def _nx_targets(args: tuple[str, ...]) -> tuple[list[str], str | None]:
+    """`nx run-many -t a,b`, `nx affected --targets=a`, `nx run p:a`, `nx a p`: the targets,
+    and the one project named (its folder's name, as Nx names inferred projects), if any."""
     if not args:
-        return []
+        return [], None
     if args[0] in ("run-many", "affected"):
         value = _option(args, ("-t", "--target", "--targets"))
-        return [t for t in (value or "").split(",") if t]
+        return [t for t in (value or "").split(",") if t], None
     if args[0] == "run" and len(args) > 1:
-        return [args[1].split(":")[1]] if args[1].count(":") >= 1 else []
+        project, _, target = args[1].partition(":")
+        return ([target.split(":")[0]], project) if target else ([], None)
     if args[0].startswith("-") or args[0] in _NX_COMMANDS:
-        return []
-    return [args[0]]
+        return [], None
+    project = next((a for a in args[1:] if not a.startswith("-")), None)
+    return [args[0]], project
 
 
 _NX_COMMANDS = frozenset({"graph", "show", "format", "format:check", "format:write", "list",

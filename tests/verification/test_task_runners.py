@@ -200,8 +200,8 @@ def test_a_makefile_is_read_target_by_target() -> None:
     assert found.tasks["check"].calls == ("lint", "typecheck", "test")
     assert found.tasks["docs"].lines == ("make -C docs html SPHINXOPTS=-W",)
     files = {"Makefile": MAKEFILE}
-    assert read("make lint", files) == [("ruff", "lint"), ("ruff", "lint")]
-    assert read("make check", files) == [("ruff", "lint"), ("ruff", "lint"), ("mypy", "typecheck"),
+    assert read("make lint", files) == [("ruff", "lint")]  # each tool use once
+    assert read("make check", files) == [("ruff", "lint"), ("mypy", "typecheck"),
                                          ("pytest", "test")]
     assert read("make test PYTEST_ARGS=-x", files) == [("pytest", "test")]
     assert read("make format", files) == [("ruff", "lint")]  # a fixer, told apart by writes
@@ -233,8 +233,8 @@ def test_poe_tasks_tox_envs_and_nox_sessions_are_read() -> None:
     assert poe.tasks["ci"].lines == ("ruff format --check .",)
     assert poe.tasks["ci"].calls == ("check",)
     files = {"pyproject.toml": PYPROJECT_POE}
-    assert read("uv run poe ci", files) == [("ruff", "lint"), ("ruff", "lint"),
-                                            ("pyright", "typecheck"), ("pytest", "test")]
+    assert read("uv run poe ci", files) == [("ruff", "lint"), ("pyright", "typecheck"),
+                                            ("pytest", "test")]
     assert read("poetry poe typecheck", files) == [("pyright", "typecheck")]
 
     tox = tox_envs(TOX_INI)
@@ -244,8 +244,7 @@ def test_poe_tasks_tox_envs_and_nox_sessions_are_read() -> None:
         "coverage run -m pytest", "python -c \"print('mac only')\"")
     assert tox.tasks["lint"].lines == ("ruff check ./src", "ruff format --check .")
     files = {"tox.ini": TOX_INI}
-    assert read("tox -e lint,type", files) == [("ruff", "lint"), ("ruff", "lint"),
-                                               ("mypy", "typecheck")]
+    assert read("tox -e lint,type", files) == [("ruff", "lint"), ("mypy", "typecheck")]
     assert read("tox run -e py312-lin", files) == [("pytest", "test")]
     assert kinds(lookup(files).line_uses("tox", ".")) == ["test", "lint", "typecheck"]
     native = tox_toml_envs(tomllib.loads(
@@ -260,8 +259,8 @@ def test_poe_tasks_tox_envs_and_nox_sessions_are_read() -> None:
     assert nox.tasks["type-check"].calls == ("tests",)
     files = {"noxfile.py": NOXFILE}
     assert read("nox -s type-check", files) == [("mypy", "typecheck"), ("pytest", "test")]
-    assert read("nox", files) == [("ruff", "lint"), ("ruff", "lint"), ("pytest", "test")]
-    assert read("python -m nox --session lint", files) == [("ruff", "lint"), ("ruff", "lint")]
+    assert read("nox", files) == [("ruff", "lint"), ("pytest", "test")]
+    assert read("python -m nox --session lint", files) == [("ruff", "lint")]
 
 
 def test_a_package_script_running_a_task_runner_is_read_through_it() -> None:
@@ -428,11 +427,22 @@ def test_nx_and_turbo_commands_are_read_through_the_projects_targets() -> None:
         return [(u.tool, u.kind) for u in found.line_uses(line, ".")]
 
     assert read_line("npx nx run-many -t lint,test --parallel=3") == [
-        ("eslint", "lint"), ("jest", "test"), ("eslint", "lint"), ("vitest", "test")]
+        ("eslint", "lint"), ("jest", "test"), ("vitest", "test")]
     assert read_line("pnpm nx affected --targets=typecheck --base=origin/main") == [
         ("vue-tsc", "typecheck")]
-    assert read_line("nx run ui:lint") == [("eslint", "lint"), ("eslint", "lint")]
+    assert read_line("nx run ui:test") == [("vitest", "test")]  # the ui project's only
+    assert read_line("nx test api --ci") == [("jest", "test")]
     assert read_line("npx turbo run typecheck --filter=...[origin/main]") == [
         ("vue-tsc", "typecheck")]
     assert read_line("nx graph") == [] and read_line("turbo prune web") == []
     assert read_line("pnpm test") == [("jest", "test"), ("vitest", "test")]  # the root's script
+
+
+def test_a_task_file_nesting_its_tasks_is_read_once_per_task() -> None:
+    """Each of 6 targets runs the next one from 200 lines: read naively that is 200**6
+    readings; each invocation is read once, and each tool use kept once."""
+    rules = [f"t{i}:\n" + f"\t$(MAKE) t{i + 1}\n" * 200 for i in range(6)]
+    files = {"Makefile": "".join(rules) + "t6:\n\tpytest\n\truff check .\n"}
+    assert read("make t0", files) == [("pytest", "test"), ("ruff", "lint")]
+    cycle = {"justfile": "a: b\n    just b\nb: a\n    just a\n    mypy .\n"}
+    assert read("just a", cycle) == [("mypy", "typecheck")]
