@@ -108,6 +108,10 @@ class Explanation:
 _STEP_FOLDER = re.compile(r"(^in |^|depends on | in )(\S+)(?= \(|$| depends on )")
 
 
+# The workspace a folder that is not one belongs to, in its reason ("... workspace at FOLDER").
+_AT_FOLDER = re.compile(r"(workspace at )(\S+)")
+
+
 def setup_json(plan: Plan) -> list[dict[str, Any]]:
     """The setups a plan runs before its checks: each workspace's commands, and the setups
     (install roots) it waits for."""
@@ -212,7 +216,9 @@ def render_text(explanation: Explanation) -> str:
     if explanation.skipped:
         lines += ["", "folders with a manifest that are not workspaces:"]
         skipped = sorted(explanation.skipped.items())
-        lines += [f"  {printable_path(folder)}: {why}" for folder, why in skipped[:SHOWN_SKIPPED]]
+        lines += [f"  {explanation.label(folder)}: "
+                  + _AT_FOLDER.sub(lambda m: m[1] + explanation.label(m[2]), why)
+                  for folder, why in skipped[:SHOWN_SKIPPED]]
         if len(skipped) > SHOWN_SKIPPED:
             lines.append(f"  ... and {len(skipped) - SHOWN_SKIPPED} more")
     return "\n".join(lines) + "\n"

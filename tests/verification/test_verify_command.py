@@ -188,6 +188,28 @@ def test_explain_names_each_package_once_with_its_reasons(
     assert document["unverified"] == ["tools/release.sh"]
 
 
+def test_explain_names_a_cargo_workspace_and_its_crates_never_by_dot_alone(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    repo = make_repo({
+        "Cargo.toml": '[package]\nname = "mytool"\nversion = "0.1.0"\n\n'
+                      '[dependencies]\nparser = { path = "crates/parser" }\n\n'
+                      '[workspace]\nmembers = ["crates/*"]\n',
+        "Cargo.lock": "version = 3\n",
+        "src/main.rs": "fn main() {}\n",
+        "crates/parser/Cargo.toml": '[package]\nname = "parser"\nversion = "0.1.0"\n',
+        "crates/parser/src/lib.rs": "pub fn parse() {}\n",
+    })
+    write(repo, {"crates/parser/src/lib.rs": "pub fn parse() { }\n"})
+    run = ratchet("verify", "--repo", str(repo), "--explain")
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert "  because crates/parser/src/lib.rs: in parser" in lines
+    assert "    mytool (.): cargo-check, cargo-test" in lines
+    assert "  parser (crates/parser): a crate of the Cargo workspace at mytool (.)" in lines
+    assert not [line for line in lines if line.endswith((" .", " at ."))]
+
+
 def test_plan_only_json_has_the_setup_the_order_and_what_nothing_verifies(
     make_repo: Callable[[Files], Path],
 ) -> None:
