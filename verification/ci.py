@@ -13,8 +13,9 @@ verifying, and follows GitHub's rules:
 - **Jobs**: `needs` order them; a job's `if:` is evaluated (`expressions`) when it depends
   only on what planning knows (the event, taken as a plain pull request: no labels, not a
   draft, no marker in its title, body or commit message; inputs, `runner.os`, the outputs a
-  `dorny/paths-filter` step's inline filters give its job), else the job runs and its checks
-  say so. A job needing a job that does not run does not run, unless its `if:` holds a
+  `dorny/paths-filter` step's inline filters give its job; a skipped step's and a release
+  action's outputs, which are empty: nothing is released here), else the job runs and its
+  checks say so. A job needing a job that does not run does not run, unless its `if:` holds a
   status function (`always()`, `!cancelled()`). One combination of its matrix is planned: the first,
   in GitHub's order, whose `runs-on` is not Windows or macOS.
 - **Steps**, in order: toolchain actions and host preparation are not checks; installs are
@@ -99,6 +100,15 @@ TOOLCHAIN_ACTIONS = frozenset({
 })  # fmt: skip
 # Actions that compute which files changed: evaluated when their filters are inline.
 PATHS_FILTER_ACTIONS = frozenset({"dorny/paths-filter"})
+# Actions that release (version, publish, tag): in a verification nothing is released, so their
+# outputs are empty, and the steps on what they published (`if: steps.changesets.outputs.
+# published == 'true'`) do not run.
+RELEASE_ACTIONS = frozenset({
+    "changesets/action", "softprops/action-gh-release", "googleapis/release-please-action",
+    "google-github-actions/release-please-action", "ncipollo/release-action",
+})  # fmt: skip
+# The `steps.<id>` of a step that does not run: no outputs (each is null), skipped.
+_SKIPPED = Partial({"outputs": {}, "outcome": "skipped", "conclusion": "skipped"})
 # Actions bringing another job's (or run's) artifacts: the steps after them work on those.
 DOWNLOAD_ACTIONS = ("actions/download-artifact@", "dawidd6/action-download-artifact@")
 UPLOAD_ACTIONS = ("actions/upload-artifact@",)
@@ -346,6 +356,8 @@ class _WorkflowReader:
             step_contexts = {**contexts, "env": {**env}}
             condition = evaluate_condition(step.condition, step_contexts)
             if condition is not True and not isinstance(condition, Unknown):
+                if step.id:  # as GitHub has it: a skipped step, with no outputs
+                    steps_context[step.id] = _SKIPPED
                 continue
             step_notes = notes + ((f"step {step.label!r}: its if ({_shown(step.condition)}) "
                                    f"needs {condition.what}: planned as if true",)
@@ -356,6 +368,9 @@ class _WorkflowReader:
                     steps_context[step.id] = Partial({"outputs": Partial(outputs),
                                                       "outcome": "success",
                                                       "conclusion": "success"})
+                elif step.id and step.uses.split("@", 1)[0].lower() in RELEASE_ACTIONS:
+                    # Nothing is released here: `published` and its other outputs are null.
+                    steps_context[step.id] = _SKIPPED
                 if step.uses.lower().startswith(UPLOAD_ACTIONS):
                     _note_upload(step, entry, step_contexts)
                 if step.uses.lower().startswith(DOWNLOAD_ACTIONS) and not _handed_back(

@@ -253,3 +253,36 @@ def test_a_test_job_downloading_what_its_build_job_uploaded_runs_after_that_buil
         "ci.build.cargo-build-p-app",)
     report = next(job for job in plan.jobs if job.key == "report")
     assert [u.step for u in report.unverified] == ["actions/download-artifact@v4", "./report.sh"]
+
+
+RELEASE = """\
+on:
+  push:
+    branches: [main]
+jobs:
+  changelog:
+    runs-on: ubuntu-latest
+    steps:
+      - run: pnpm run build
+      - id: changesets
+        uses: changesets/action@v1
+        with:
+          publish: pnpm exec changeset publish
+      - name: Check what was published
+        id: editor-published
+        if: steps.changesets.outputs.published == 'true'
+        run: echo "published=true" >> "$GITHUB_OUTPUT"
+      - name: Package the extension
+        if: steps.editor-published.outputs.published == 'true'
+        run: npm run build:grammar
+        working-directory: editor
+"""
+
+
+def test_the_steps_on_what_a_release_action_published_do_not_run() -> None:
+    """Nothing is released in a verification: the release action's outputs are empty, so a
+    step for what it published is skipped, and so is the step on that skipped step's outputs
+    (GitHub gives a skipped step none): both were planned as if true before."""
+    plan = ci(RELEASE, ["src/a.ts"], folders=(".", "editor"))
+    assert planned(plan) == ["ci.changelog.pnpm-run-build"]
+    assert [u.step for u in plan.jobs[0].unverified] == ["changesets"]

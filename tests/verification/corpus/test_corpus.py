@@ -28,7 +28,7 @@ from score import Case, Verdict, Want, score
 from verification.model import Plan, PlannedCheck, UnverifiedStep
 
 # The share of cases planned right today: raise it with every fix, never lower it.
-FLOOR = 45 / 48
+FLOOR = 46 / 48
 
 CASES = load_cases()
 KNOWN_MISSES = load_known_misses()
