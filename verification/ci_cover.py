@@ -70,7 +70,7 @@ def _concerns(job: CiJob, check: CiCheck, file: str, kind: str, selection: Selec
         return job.explicit  # no tool reads it: only a workflow whose paths name it
     if job.explicit:
         return True
-    tool = tool_of(file)
+    tool = selection.tools.get(file) or tool_of(file)  # a pyproject's [tool.ruff] too
     if tool is not None and kind in ("shared", "outside"):
         folder = file.rpartition("/")[0] or "."
         return runs_tool(check, tool) and (is_below(check.folder, folder)
@@ -96,7 +96,7 @@ def runs_tool(check: CiCheck, tool: Tool) -> bool:
     """True when the CI check runs the tool a config configures: by name (`tools.py` reads
     its commands), or, when it names no known tool (`pnpm run lint`), by its kind (as
     `Tool.runs_in` reads a detected check)."""
-    return tool.name in check.tools or (not check.tools and check.kind in tool.kinds)
+    return bool(tool.names & check.tools) or (not check.tools and check.kind in tool.kinds)
 
 
 def duplicated_by(workspace: str, command: str, detected: DetectedCheck,

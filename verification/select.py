@@ -15,7 +15,8 @@ Pure. Each changed file is classified, in this order:
 4. `lockfile`: the workspaces installing from it whose resolution changed (the lockfile diffed
    per package against the base, see `lockfiles`), or all of them when that is unknown.
 5. `shared`: a tool's config (`.eslintrc.*`, `tsconfig*.json`, `ruff.toml`, `mypy.ini`,
-   `pytest.ini`, `tox.ini`, `noxfile.py`, `pyrightconfig.json`, ...):
+   `pytest.ini`, `tox.ini`, `noxfile.py`, `pyrightconfig.json`, a pyproject.toml change that
+   touches only `[tool.ruff]`-like tables against the base, ...):
    only the checks running that tool (`Tool`), in the workspaces of its ecosystem at or below
    its folder (else the one holding it); a tool no detected check runs (flake8, pyright,
    clippy...) plans nothing, and the file is listed as unverified with that reason. A
@@ -37,6 +38,7 @@ per changed file, the steps that led to it.
 from __future__ import annotations
 
 import re
+import tomllib
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -352,6 +354,9 @@ def select(
                 "unowned", "no tool reads it when a check runs: nothing verifies it")
         elif basename(path) in LOCKFILES:
             _lockfile(path, layout, manifests, base, selection, pick)
+        elif basename(path) == "pyproject.toml" and (
+                names := tool_tables_changed(path, manifests, base)) is not None:
+            _tool_tables(path, names, layout, selection, pick)
         elif path in declarations:
             declaration = declarations[path]
             members = [declaration.root, *declaration.members]
@@ -471,6 +476,53 @@ def _shared(path: str, layout: Layout, selection: Selection, pick: _Picker) -> E
         pick(workspace, (f"{name} configures every {ecosystem} workspace in {where}",), ecosystem)
     selection.files[path] = FileStatus("shared", f"{ecosystem} config for {len(scope)} workspaces")
     return ecosystem
+
+
+# `[tool.X]` tables of a pyproject.toml that only the checks running a tool read, and that
+# tool (coverage's settings are read by pytest-cov, under pytest).
+PYPROJECT_TOOLS = {
+    "ruff": "ruff", "mypy": "mypy", "pyright": "pyright", "basedpyright": "basedpyright",
+    "pytest": "pytest", "coverage": "pytest", "black": "black", "isort": "isort",
+    "pylint": "pylint", "codespell": "codespell", "poe": "poe", "tox": "tox",
+    "pydocstyle": "pydocstyle", "bandit": "bandit", "docformatter": "docformatter",
+}  # fmt: skip
+
+
+def tool_tables_changed(path: str, manifests: Manifests, base: Tree | None
+                        ) -> frozenset[str] | None:
+    """The tools whose `[tool.X]` tables are all a pyproject.toml change touched (empty: it
+    changed no value, only comments or layout); None when anything else changed (the
+    project, its dependencies, a build backend's table) or there is no base to compare."""
+    old_text = base.read_text(path) if base is not None else None
+    new = manifests.toml(path)
+    if old_text is None or not new:
+        return None
+    try:
+        old = tomllib.loads(old_text)
+    except (tomllib.TOMLDecodeError, RecursionError):
+        return None
+    if {k: v for k, v in old.items() if k != "tool"} != {k: v for k, v in new.items()
+                                                          if k != "tool"}:
+        return None
+    before, after = old.get("tool"), new.get("tool")
+    before, after = (before if isinstance(before, dict) else {},
+                     after if isinstance(after, dict) else {})
+    changed = {name for name in before.keys() | after.keys() if before.get(name) != after.get(name)}
+    if not changed <= PYPROJECT_TOOLS.keys():
+        return None
+    return frozenset(PYPROJECT_TOOLS[name] for name in changed)
+
+
+def _tool_tables(path: str, names: frozenset[str], layout: Layout, selection: Selection,
+                 pick: _Picker) -> None:
+    """A pyproject.toml change touching only tools' tables: the checks running those tools,
+    as their own config files would (`_tool_config`)."""
+    if not names:
+        selection.files[path] = FileStatus(
+            "unowned", "only comments or layout changed: no tool reads anything new")
+        return
+    shown = " and ".join(sorted(names))
+    _tool_config(path, Tool(shown, _PY, readers=names), layout, selection, pick)
 
 
 def _tool_config(path: str, tool: Tool, layout: Layout, selection: Selection,

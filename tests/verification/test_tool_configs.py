@@ -10,10 +10,11 @@ from pathlib import Path
 import layouts
 from verify_helpers import Files, git, write
 
+from plumbing.git import Git
 from verification.config import VerifyConfig
 from verification.explain import render_text
 from verification.plan import Plan, PlanResult, plan_change
-from verification.tree import GitTree
+from verification.tree import GitRevisionTree, GitTree
 
 CONFIG = VerifyConfig()
 
@@ -215,3 +216,35 @@ def test_a_file_no_tool_reads_plans_nothing_and_says_so(
     # A fixture's .gitignore is test data: its package's checks run.
     write(root, {"packages/parser/__tests__/fixtures/basic/.gitignore": "dist\n"})
     assert planned(root, "packages/parser/__tests__/fixtures/basic/.gitignore").plan.checks
+
+
+def test_a_pyproject_change_to_a_tools_table_plans_that_tool(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    """Against its base, a uv workspace root's pyproject.toml whose change touches only
+    `[tool.ruff]` plans the ruff checks (the root's, which covers the members), not every
+    member's tests; `[tool.mypy]` and `[tool.coverage]` together plan mypy and pytest; a
+    dependency change is the whole workspace's again; a comment plans nothing."""
+    files = layouts.uv_workspace()
+    files["pyproject.toml"] += (
+        "\n[tool.mypy]\nstrict = true\n\n[tool.coverage.run]\nbranch = true\n")
+    root = make_repo(files)
+    repo = Git(git_dir=root / ".git")
+
+    def after(edit: str) -> PlanResult:
+        git(root, "checkout", "-q", "-B", "change", "main")
+        write(root, {"pyproject.toml": files["pyproject.toml"].replace(*edit.split(" -> "))})
+        git(root, "commit", "-q", "-am", "change")
+        return plan_change(["pyproject.toml"], GitRevisionTree(repo, "change"), CONFIG,
+                           base=GitRevisionTree(repo, "main"))
+
+    ruff = after("line-length = 100 -> line-length = 88")
+    assert keys(ruff.plan) == {"ruff"}
+    assert "configures ruff for the python workspaces" in render_text(ruff.explanation)
+    both = after("strict = true\n\n[tool.coverage.run]\nbranch = true -> "
+                 "strict = false\n\n[tool.coverage.run]\nbranch = false")
+    assert keys(both.plan) == {"mypy", "pytest", "packages/core:pytest", "packages/cli:pytest"}
+    dependency = after('dependencies = ["acme-core"] -> dependencies = ["acme-core", "rich"]')
+    assert {"ruff", "mypy", "pytest", "packages/core:pytest"} <= keys(dependency.plan)
+    comment = after("[tool.ruff] -> # lint settings\n[tool.ruff]")
+    assert (comment.plan.checks, comment.plan.unverified) == ((), ("pyproject.toml",))
