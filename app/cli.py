@@ -33,6 +33,7 @@ from runner.signal_payloads import (
     Retry,
     SignalPayload,
 )
+from runner.signals import Refusal
 from runner.status import read_status
 from runner.views import RunStatus
 from runner.workflow import is_end, is_stopped
@@ -333,10 +334,12 @@ def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
     before = store.get_run(args.run_id)
     if is_end(before.state):
         return _error(_ended(before, "cancel"), EXIT_USAGE)
-    run = _engine(store, settings, json_output=args.json).cancel(
-        args.run_id, reason=args.reason, by=_who())
+    engine = _engine(store, settings, json_output=args.json)
+    run = engine.cancel(args.run_id, reason=args.reason, by=_who())
     _announce(f"{run.id}: cancelled ({args.reason})", args.json)
-    return _finish(store, settings, run, args.json, announce=False)
+    # The cancellation's own effects (the tracking comment's last edit) are sent here, as
+    # resume sends an ended run's: none is left for a worker that may never come.
+    return _finish(store, settings, engine.drive(run.id), args.json, announce=False)
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
@@ -528,7 +531,11 @@ def _signal(args: argparse.Namespace, settings: Settings, kind: SignalKind,
     stopped_now = is_stopped(run.state) and not is_stopped(before.state)
     if answered is not None and answered.status is SignalStatus.REFUSED and not stopped_now:
         _project(store, settings, run)
-        return _error(_refusal(store, answered), EXIT_USAGE)
+        refusal, says_state = _refusal(store, answered)
+        if says_state:  # what the run is in, then what it waits for instead
+            refusal += " Next: " + say_next_action(
+                _status(store, run.id).next_action.to_dict(), run.id, CLI_WORDS) + "."
+        return _error(refusal, EXIT_USAGE)
     return _finish(store, settings, run, args.json)
 
 
@@ -538,13 +545,22 @@ def _ended(run: Run, verb: str) -> str:
             " nothing; `ratchet run` starts a new run")
 
 
-def _refusal(store: Store, signal: Signal) -> str:
-    """Why a signal was refused, as its reply says it."""
+# Refusals that say only which state the run is in: the command line adds its next action.
+_STATE_REFUSALS = frozenset({
+    Refusal.NOT_WAITING_FOR_APPROVAL, Refusal.NOT_WAITING_FOR_DIFF_APPROVAL,
+    Refusal.NOTHING_TO_RETRY, Refusal.NOTHING_TO_VERIFY, Refusal.NO_SPEC,
+})
+
+
+def _refusal(store: Store, signal: Signal) -> tuple[str, bool]:
+    """Why a signal was refused, as its reply says it, and whether that names only the run's
+    state (no command that would work)."""
     for event in reversed(store.events(signal.run_id)):
         if event.type == EventType.SIGNAL_REFUSED and event.data.get("signal") == signal.id:
-            return render_reply({"run": signal.run_id, "refusal": event.data["refusal"],
+            text = render_reply({"run": signal.run_id, "refusal": event.data["refusal"],
                                  "params": event.data.get("params", {})}, CLI_WORDS).strip()
-    return f"signal {signal.id} was refused: {signal.reason}"
+            return text, event.data["refusal"] in _STATE_REFUSALS
+    return f"signal {signal.id} was refused: {signal.reason}", False
 
 
 def _enqueue(settings: Settings, store: Store, run_id: str) -> str:

@@ -93,6 +93,10 @@ def say_next_action(action: Mapping[str, Any], run_id: str, words: Vocabulary) -
                 f"sends {unsent} recorded effect(s)" if unsent else ""]
         settle = f"; it first {' and '.join(w for w in work if w)}" if any(work) else ""
         who = f"a worker (or {_code(resume)})" if resume else "a worker"
+        if action.get("ended"):
+            # Nothing continues: what is left is to tell the forge (or the outbox) it ended.
+            return (f"none: the run is {action['ended']}; {who} still"
+                    f" {' and '.join(w for w in work if w) or 'has nothing to send'}")
         return f"the run waits for {who} to continue from {action['step']}{settle}"
     if kind is NextActionKind.REVIEW_SPEC:
         prefix = str(action.get("spec_sha256") or "")[:HASH_PREFIX]

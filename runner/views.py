@@ -17,7 +17,7 @@ from runner.budget import Limit, Spend, active_seconds, budget_of
 from runner.ledger.records import Effect, EffectStatus, Event, Run, Signal
 from runner.names import SignalStatus, StepId
 from runner.usage import agent_runs, total
-from runner.workflow import State, is_runnable
+from runner.workflow import State, is_end, is_runnable
 
 # The phases a run goes through, in order, as the tracking comment lists them.
 PHASES = (
@@ -31,7 +31,7 @@ class NextActionKind(StrEnum):
     NONE_CANCELLED = "none_cancelled"
     WAIT_FOR_HOLDER = "wait_for_holder"  # params: owner, step, expires_at
     WAIT_FOR_RETRY = "wait_for_retry"  # params: step, at
-    RESUME = "resume"  # params: step, unsent (effects to send first)
+    RESUME = "resume"  # params: step, unsent (effects to send first), ended (its end state)
     REVIEW_SPEC = "review_spec"  # params: spec_sha256
     REVIEW_DIFF = "review_diff"  # params: reason, diff_sha256
     HUMAN_DECISION = "human_decision"  # params: reason, step
@@ -64,8 +64,9 @@ def next_action(run: Run, effects: list[Effect], *, spec_sha256: str | None,
             "owner": run.lease_owner, "step": run.step, "expires_at": run.lease_expires_at})
     if pending_signals or (unsent and not is_runnable(run.state)):
         # Its inbox or outbox has work: whoever takes the run next answers or sends it.
-        return NextAction(NextActionKind.RESUME, {"step": run.step, "unsent": unsent,
-                                                  "signals": pending_signals})
+        return NextAction(NextActionKind.RESUME, {
+            "step": run.step, "unsent": unsent, "signals": pending_signals,
+            **({"ended": run.state.value} if is_end(run.state) else {})})
     if run.state is State.DONE:
         return NextAction(NextActionKind.NONE_DONE, {"head": run.head_revision})
     if run.state is State.CANCELLED:

@@ -15,8 +15,8 @@ from runner.errors import (
     PolicyViolation,
     TransientFailure,
 )
-from runner.ledger.records import Checkpoint, Event, Run, Signal
-from runner.names import EventType, SignalKind, SignalStatus
+from runner.ledger.records import Checkpoint, Effect, EffectStatus, Event, Run, Signal
+from runner.names import EffectKind, EventType, SignalKind, SignalStatus
 from runner.origin import AgentChoice, LocalOrigin
 from runner.redact import Redactor
 from runner.render import render_reply, render_tracking, say_next_action
@@ -385,3 +385,15 @@ def test_a_failure_of_an_agent_that_did_not_start_says_to_retry_with_another_age
     plain = say_next_action(next_action(failed, [], spec_sha256=None, now=NOW).to_dict(), "r1",
                             Words())
     assert "--agent-command" not in plain and "fix the cause of its failure" in plain
+
+
+def test_an_ended_run_with_effects_left_to_send_continues_nothing():
+    cancelled = run_in(State.CANCELLED, "awaiting_approval.1", reason="cancelled by ann")
+    effect = Effect("r1:awaiting_approval.1:tracking.cancelled", "r1", "awaiting_approval.1",
+                    EffectKind.COMMENT, "h", {}, EffectStatus.INTENDED, None, 0, NOW, NOW)
+    action = next_action(cancelled, [effect], spec_sha256=None, now=NOW)
+    assert action.to_dict() == {"kind": "resume", "step": "awaiting_approval.1", "unsent": 1,
+                                "signals": 0, "ended": "cancelled"}
+    said = say_next_action(action.to_dict(), "r1", Words())
+    assert said == "none: the run is cancelled; a worker (or `/resume`) still sends 1 recorded" \
+                   " effect(s)", said

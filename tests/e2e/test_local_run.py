@@ -173,6 +173,28 @@ def test_a_resume_that_finishes_the_run_says_it_finished_it(ratchet):
     assert not any("already ended" in line or "waits" in line for line in lines)
 
 
+def test_a_refused_command_says_what_the_run_waits_for_and_cancel_sends_its_edit(ratchet):
+    ratchet.create()
+    run_id = ratchet.run_id()
+    prefix = ratchet.spec_hash(run_id)[:12]
+    for verb in ("retry", "verify-again"):
+        refused = ratchet(verb, run_id)
+        assert refused.returncode == 2
+        assert refused.stderr.strip().endswith(
+            "Next: the run waits for a reviewer with write access: review spec.md, then"
+            f" `ratchet approve-spec {run_id} --hash {prefix}` or"
+            f" `ratchet request-changes {run_id} --message TEXT`."), refused.stderr
+    cancelled = ratchet("cancel", run_id, "--reason", "superseded")
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert cancelled.stdout.strip() == f"{run_id}: cancelled (superseded)"
+    # The cancellation's tracking edit went out with the command: nothing waits for a worker.
+    status = ratchet.status(run_id)
+    assert status["next_action"] == {"kind": "none_cancelled", "text": "none: the run was"
+                                     " cancelled"}
+    assert {e["status"] for e in status["effects"]} == {"confirmed"}
+    assert any(e["key"].endswith(":tracking.cancelled") for e in status["effects"])
+
+
 def test_a_resume_that_waited_for_another_worker_says_that_worker_moved_the_run(ratchet):
     ratchet.lease_seconds = 60  # the holder keeps its lease however slow this host is
     ratchet.create()
