@@ -20,7 +20,8 @@ Prints a ratio per figure, each against a baseline measured in the same run:
 (f) on a generated git repository of 500 packages and 30,000 files with an uncommitted change,
     `ratchet verify --plan-only` as a whole process (start-up, git, planning, printing) divided
     by `git ls-files` listing the same working tree, untracked files included as the plan
-    lists it (target at most 3); the index-only listing and the CPU times for reference.
+    lists it (target at most 3); the index-only listing and the CPU times for reference; next
+    to it `ratchet verify --help`, start-up alone (target under 0.3 s), and `python -c pass`.
 
 Run with `.venv/bin/python bench/verify.py`; exits 0. About a minute on 2 cores.
 """
@@ -287,6 +288,8 @@ def bench_command(scratch: Path) -> None:
     list_wall, list_cpu = process_times(listing, root)
     index_wall, _ = process_times(["git", "ls-files", "-z"], root)
     plan_wall, plan_cpu = process_times(plan, root)
+    help_wall, _ = process_times([*ratchet_command(), "verify", "--help"], root)
+    python_wall, _ = process_times([sys.executable, "-c", "pass"], root)
     checks = subprocess.run(plan, cwd=root, check=True, capture_output=True, text=True)
     ratio = plan_wall / list_wall
     print(f"(f) {COMMAND_PACKAGES} packages, {count} files, an uncommitted change of 2 files")
@@ -298,6 +301,9 @@ def bench_command(scratch: Path) -> None:
     verdict = "ok" if ratio <= 3 else "MISS"
     print(f"    plan / git ls-files          {ratio:.2f}  (target <= 3) {verdict}; CPU "
           f"{plan_cpu / list_cpu:.2f}, for reference")
+    verdict = "ok" if help_wall < 0.3 else "MISS"
+    print(f"    ratchet verify --help        {help_wall * 1000:7.1f} ms (start-up: target < 300 ms)"
+          f" {verdict}; python -c pass {python_wall * 1000:.1f} ms, for reference")
 
 
 def bench_globs() -> None:
