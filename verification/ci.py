@@ -6,8 +6,9 @@ verifying, and follows GitHub's rules:
 - **Trigger**: a workflow runs for the change on `pull_request` (or `pull_request_target`)
   when it has one (with `types` including opened, synchronize or reopened), else on `push`
   (not for a push filtered to tags only), else on `merge_group`; its `paths` / `paths-ignore`
-  of that event must admit at least one changed file (`filter_patterns`). Branch filters are
-  not evaluated: the change is taken to target a branch CI runs on. Jobs of a workflow only
+  of that event must admit at least one changed file (`filter_patterns`). Branch filters
+  must admit the default branch the change targets and lands on (`DEFAULT_BRANCHES`: main,
+  master...): a workflow on pushes to `release` only is a release's. Jobs of a workflow only
   called (`workflow_call`) run through their caller's job (`uses: ./.github/workflows/...`),
   with the inputs it passes over the called workflow's defaults.
 - **Jobs**: `needs` order them; a job's `if:` is evaluated (`expressions`) when it depends
@@ -85,6 +86,10 @@ from verification.yaml_events import load_yaml
 # Events a change triggers, in the order a workflow's are tried.
 PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
 CHANGE_EVENTS = (*PULL_REQUEST_EVENTS, "push", "merge_group")
+# The names a repository's default branch goes by: a change targets it, then lands on it. A
+# workflow on pushes (or pull requests) to other branches only (`branches: [release]`) runs
+# for releases, not for the change.
+DEFAULT_BRANCHES = ("main", "master", "develop", "dev", "trunk")
 # Activity types of a pull request that a new change triggers (GitHub's defaults).
 CHANGE_TYPES = frozenset({"opened", "synchronize", "reopened"})
 # Reusable workflows called through reusable workflows, at most (GitHub allows 10 levels).
@@ -230,8 +235,18 @@ def _trigger(workflow: Workflow) -> EventFilter | None:
         if name == "push" and event.branches is None and event.branches_ignore is None and (
                 event.tags is not None or event.tags_ignore is not None):
             continue  # a push of tags only (a release)
+        if name != "merge_group" and not _on_default_branch(event):
+            continue  # a release branch's, not the change's
         return event
     return None
+
+
+def _on_default_branch(event: EventFilter) -> bool:
+    """Whether the event's branch filters admit the branch a change targets and lands on: the
+    default branch, whose name planning takes to be one of DEFAULT_BRANCHES."""
+    return any((event.branches is None or admits(event.branches, branch)) and (
+        event.branches_ignore is None or not admits(event.branches_ignore, branch))
+        for branch in DEFAULT_BRANCHES)
 
 
 def _admitted(event: EventFilter, path: str) -> bool:

@@ -286,3 +286,21 @@ def test_the_steps_on_what_a_release_action_published_do_not_run() -> None:
     plan = ci(RELEASE, ["src/a.ts"], folders=(".", "editor"))
     assert planned(plan) == ["ci.changelog.pnpm-run-build"]
     assert [u.step for u in plan.jobs[0].unverified] == ["changesets"]
+
+
+def test_a_workflow_on_release_branches_only_does_not_run_for_a_change() -> None:
+    """The change targets the default branch and lands on it: a workflow on pushes to
+    `release` only, or on pull requests to `next` only, is not planned; one on pushes to
+    main, to any branch but `gh-pages`, or to `release/*` and main is."""
+    def jobs(on: str) -> list[str]:
+        workflow = f"on:\n{on}\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n" \
+                   "      - run: make test\n"
+        return planned(ci(workflow, ["src/a.c"]))
+
+    assert jobs("  push:\n    branches: [release, trigger-nightly]") == []
+    assert jobs("  pull_request:\n    branches: [next]") == []
+    assert jobs("  pull_request:\n    branches: [next]\n  push:\n    branches: [main]") == [
+        "ci.t.make-test"]
+    assert jobs("  push:\n    branches-ignore: [gh-pages]") == ["ci.t.make-test"]
+    assert jobs("  push:\n    branches: ['release/*', master]") == ["ci.t.make-test"]
+    assert jobs("  push:\n    branches-ignore: [main, master, develop, dev, trunk]") == []
