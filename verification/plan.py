@@ -341,7 +341,8 @@ class _Assembly:
         self.needs: dict[str, tuple[str, ...]] = {}  # check key -> keys of the checks it needs
         self.ci: dict[str, tuple[CiCheck, CiJob]] = {}  # check key -> its CI step and job
         self.unverified_steps: list[UnverifiedStep] = []
-        self._tasks: TaskGraph | bool | None = False  # False: not read yet
+        self._tasks: TaskGraph | None = None  # the turbo or Nx task graph, once read
+        self._tasks_read = False
         # The pre-commit hooks that pre-commit installs from the network first (`add_hooks`).
         self.installed_hooks: tuple[str, ...] = ()
 
@@ -536,9 +537,9 @@ class _Assembly:
     def _task_graph(self) -> TaskGraph | None:
         """The repository's turbo or Nx task graph, read the first time a check asks; None
         without a root `turbo.json` or `nx.json`."""
-        if self._tasks is False:
+        if not self._tasks_read:
             index, manifests = self.runners.index, self.runners.manifests
-            self._tasks = None
+            self._tasks_read = True
             if index.has(".", "turbo.json") or index.has(".", "nx.json"):
                 from verification.task_graphs import TaskGraph
 
