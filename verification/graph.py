@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from posixpath import normpath
 from typing import Any
 
-from verification.cargo import local_dependencies
-from verification.gomod import parse_go_mod
 from verification.index import join
 from verification.manifests import (
     Manifests,
@@ -247,9 +245,14 @@ def _uv_sources(pyproject: dict[str, Any]) -> Iterator[tuple[str, Any]]:
 
 
 def _go_edges(layout: Layout, manifests: Manifests, graph: DependencyGraph) -> None:
+    go_modules = list(_having(layout, "go.mod"))
+    if not go_modules:
+        return
+    from verification.gomod import parse_go_mod  # Go's reader loads only for Go modules
+
     modules: dict[str, str] = {}
     parsed = {}
-    for path in _having(layout, "go.mod"):
+    for path in go_modules:
         parsed[path] = go_mod = parse_go_mod(manifests.text(join(path, "go.mod")) or "")
         if go_mod.module:
             modules[go_mod.module] = path
@@ -277,6 +280,10 @@ def _go_edges(layout: Layout, manifests: Manifests, graph: DependencyGraph) -> N
 def _rust_edges(layout: Layout, manifests: Manifests, graph: DependencyGraph) -> None:
     """Crate to crate: each `path` dependency, inherited ones (`workspace = true`) resolved
     through the Cargo workspace's `[workspace.dependencies]`."""
+    if not layout.crates:
+        return
+    from verification.cargo import local_dependencies  # Cargo's reader: only for crates
+
     for crate in sorted(layout.crates):
         root = layout.cargo_root(crate)
         root_cargo = manifests.toml(join(root, "Cargo.toml"))

@@ -37,7 +37,6 @@ from posixpath import basename, normpath
 from typing import TYPE_CHECKING
 
 from plumbing.files import printable_path
-from verification.cargo import crate_name
 from verification.checks import DetectedCheck
 from verification.config import CheckConfig, VerifyConfig, WorkspaceConfig
 from verification.explain import Explanation, FileCoverage
@@ -674,6 +673,8 @@ class _Assembly:
         crates = selection.narrowed(check.workspace)
         if detected is None or detected.ecosystem is not Ecosystem.RUST or not crates:
             return check
+        from verification.cargo import crate_name  # Cargo's reader: only for crates
+
         every = self.layout.cargo_crates(check.workspace)
         names = [crate_name(self.runners.manifests.toml(join(crate, "Cargo.toml"))) or crate
                  for crate in every if crate in crates]

@@ -31,9 +31,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from posixpath import basename, normpath
 
-from verification.cargo import cargo_members, crate_name
 from verification.globs import GlobSet, compile_glob
-from verification.gomod import parse_go_mod, parse_go_work_uses
 from verification.index import FIXTURE_DIRS, RepoIndex, has_part, is_below, join, parent, relative
 from verification.manifests import Manifests, mapping, strings
 
@@ -359,11 +357,15 @@ def _declarations(
             cargo = join(folder, "Cargo.toml")
             table = manifests.toml(cargo).get("workspace")
             if isinstance(table, dict):
+                from verification.cargo import cargo_members  # only for a Cargo workspace
+
                 members = cargo_members(folder, by_ecosystem.get(Ecosystem.RUST, []), manifests)
                 found[(Ecosystem.RUST, folder)] = Declaration(
                     Ecosystem.RUST, folder, cargo, members, tuple(strings(table.get("exclude"))))
     for folder, names in index.names.items():
         if "go.work" in names:
+            from verification.gomod import parse_go_work_uses  # only for a Go workspace
+
             go_work = join(folder, "go.work")
             uses = {normpath(join(folder, use)) for use in parse_go_work_uses(
                 manifests.text(go_work) or "")}
@@ -481,6 +483,10 @@ def declared_names(layout: Layout, manifests: Manifests) -> dict[str, str]:
         name = _declared_name(path, workspace.manifests, manifests)
         if name:
             names[path] = name
+    if not layout.folded:
+        return names
+    from verification.cargo import crate_name  # Cargo's reader: only for crates
+
     for crate in layout.folded:
         name = crate_name(manifests.toml(join(crate, "Cargo.toml")))
         if name and crate not in names:
@@ -508,6 +514,8 @@ def _declared_name(path: str, found: frozenset[str], manifests: Manifests) -> st
         if "workspace" in cargo:
             return "Cargo workspace"
     if "go.mod" in found:
+        from verification.gomod import parse_go_mod  # only for a Go module
+
         text = manifests.text(join(path, "go.mod"))
         module = parse_go_mod(text).module if text else None
         if module:
