@@ -119,12 +119,14 @@ def say_next_action(action: Mapping[str, Any], run_id: str, words: Vocabulary) -
                 f" (a bare number raises the limit reached; +$1 is dollars, +30m agent minutes,"
                 f" +2h run hours, +3runs agent runs) and the run continues from"
                 f" {action.get('step')}, or {_code(words.cancel(run_id))}")
-    with_agent = words.retry_with_agent(run_id) if action.get("agent") else ""
-    if with_agent:
+    if action.get("agent"):
+        # The agent is the operator's to install or change, not a reviewer's.
+        with_agent = words.retry_with_agent(run_id)
+        another = (f", or retry with another agent, {_code(with_agent)}" if with_agent
+                   else " (or retry it with another agent command at the host)")
         return (f"the run waits for the operator to make its agent start"
                 f" ({_inline(action.get('reason'))}): install the command, then"
-                f" {_code(words.retry(run_id))}, or retry with another agent,"
-                f" {_code(with_agent)}, or {_code(words.cancel(run_id))}")
+                f" {_code(words.retry(run_id))}{another}, or {_code(words.cancel(run_id))}")
     return (f"the run waits for a person with write access to fix the cause of its failure"
             f" ({_inline(action.get('reason'))}), then {_code(words.retry(run_id))}, or"
             f" {_code(words.cancel(run_id))}")

@@ -3,16 +3,12 @@ turns records into them; the edge turns them into words), with what its agents s
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from runner.budget import budget_stop
 from runner.canonical import sha256_hex
-from runner.errors import AGENT_DID_NOT_START, CorruptArtifact, CorruptRecord
-from runner.ledger.records import Event
+from runner.errors import CorruptArtifact, CorruptRecord
 from runner.ledger.store import Store
-from runner.names import EventType
 from runner.subagents import subagent_rows
-from runner.views import RunStatus, describe, usage_view
+from runner.views import RunStatus, agent_did_not_start, describe, usage_view
 from runner.workflow import State
 
 # The queued step's id: its checkpoint holds the config and the budget read at the base.
@@ -50,15 +46,3 @@ def read_status(store: Store, run_id: str, *, now: float,
                     agent_did_not_start=run.state is State.FAILED
                     and agent_did_not_start(events))
 
-
-def agent_did_not_start(events: Iterable[Event]) -> bool:
-    """Whether the run's last failure was its agent command not starting (a resume since then
-    clears it): another agent, not a plain retry, is what helps."""
-    stopped = False
-    for event in events:
-        if event.type == EventType.STEP_FAILED:
-            evidence = event.data.get("evidence")
-            stopped = isinstance(evidence, dict) and evidence.get("cause") == AGENT_DID_NOT_START
-        elif event.type == EventType.RUN_RESUMED:
-            stopped = False
-    return stopped

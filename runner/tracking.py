@@ -24,7 +24,7 @@ from runner.ledger.store import Store
 from runner.names import EffectKind, EventType, StepId
 from runner.status import PREPARED_STEP
 from runner.subagents import subagent_rows
-from runner.views import tracking_view, usage_view
+from runner.views import agent_did_not_start, tracking_view, usage_view
 from runner.workflow import PULL_REQUEST_WORKFLOW, State, is_stopped
 
 TRACKING = "tracking"
@@ -93,7 +93,9 @@ def edit_for_change(run: Run, change: Change, snapshot: TrackingSnapshot) -> Eff
                          at=snapshot.at, failure=failure if is_stopped(change.state) else None,
                          usage=usage, budget_stop=stop, subagents=subagent_rows(events),
                          limited=tuple(str(note) for note in (prepared or {}).get("limited", ())),
-                         again=run.version if snapshot.edited else None)
+                         again=run.version if snapshot.edited else None,
+                         agent_did_not_start=change.state is State.FAILED
+                         and agent_did_not_start(events))
 
 
 def tracking_edit(run: Run, *, state: State, step: str, reason: str | None,
@@ -102,19 +104,22 @@ def tracking_edit(run: Run, *, state: State, step: str, reason: str | None,
                   budget_stop: Mapping[str, Any] | None = None,
                   subagents: Sequence[Mapping[str, Any]] = (),
                   limited: Sequence[str] = (),
-                  again: int | None = None) -> EffectRequest:
+                  again: int | None = None,
+                  agent_did_not_start: bool = False) -> EffectRequest:
     """The edit showing ``run`` as it is once it enters ``state`` at ``step``; ``failure`` is
     the class of the failure that stopped it (transient, deterministic, ...), if one did;
     ``usage`` what its agents spent of its budget; ``budget_stop`` the exhaustion, if the
     budget stopped it; ``subagents`` its research subagents; ``limited`` what its repository's
     config asked above the service's ceilings (``runner/ceilings.py``). ``again`` tells apart
     an edit for a step the run enters again under the same id (a stopped step taken up again):
-    its key gets that suffix."""
+    its key gets that suffix; ``agent_did_not_start`` says the failure was the agent command not
+    starting."""
     after = replace(run, state=state, step=step, reason=reason)
     view = tracking_view(after, completed, spec_sha256=spec_sha256,
                          branch=run.branch, at=at,
                          failure=failure, usage=usage, budget_stop=budget_stop,
-                         subagents=subagents, limited=limited)
+                         subagents=subagents, limited=limited,
+                         agent_did_not_start=agent_did_not_start)
     return EffectRequest(tracking_key(run.id, step, state, again), run.id, step,
                          EffectKind.COMMENT, {"name": TRACKING, "view": view})
 

@@ -14,8 +14,9 @@ from enum import StrEnum
 from typing import Any
 
 from runner.budget import Limit, Spend, active_seconds, budget_of
+from runner.errors import AGENT_DID_NOT_START
 from runner.ledger.records import Effect, EffectStatus, Event, Run, Signal
-from runner.names import SignalStatus, StepId
+from runner.names import EventType, SignalStatus, StepId
 from runner.usage import agent_runs, total
 from runner.workflow import State, is_end, is_runnable
 
@@ -195,11 +196,12 @@ def tracking_view(run: Run, completed: list[str], *, spec_sha256: str | None,
                   usage: Mapping[str, Any] | None = None,
                   budget_stop: Mapping[str, Any] | None = None,
                   subagents: Sequence[Mapping[str, Any]] = (),
-                  limited: Sequence[str] = ()) -> dict[str, Any]:
+                  limited: Sequence[str] = (),
+                  agent_did_not_start: bool = False) -> dict[str, Any]:
     """The tracking comment's content as data, at the transition recorded at ``at``
     (``usage``: ``usage_view`` without steps; ``budget_stop``: the exhaustion that stops it;
     ``subagents``: ``runner.subagents.subagent_rows``; ``limited``: the notes of settings
-    lowered to the service's ceilings)."""
+    lowered to the service's ceilings; ``agent_did_not_start``: the failure that stops it)."""
     done = {StepId.parse(step).state for step in completed}
     current = run.step_id.state
     phases = []
@@ -222,7 +224,7 @@ def tracking_view(run: Run, completed: list[str], *, spec_sha256: str | None,
                        **({"repairs": repairs} if phase is State.VERIFY and repairs else {})})
     # Recorded under the writer's lease: what comes next does not depend on who holds it.
     action = next_action(replace(run, lease_owner=None), [], spec_sha256=spec_sha256, now=at,
-                         budget_stop=budget_stop)
+                         budget_stop=budget_stop, agent_did_not_start=agent_did_not_start)
     return {
         "run": run.id, "title": run.title, "state": run.state.value, "step": run.step,
         "phases": phases, "branch": branch, "spec_sha256": spec_sha256,
@@ -235,3 +237,16 @@ def tracking_view(run: Run, completed: list[str], *, spec_sha256: str | None,
                           for row in subagents]} if subagents else {}),
         **({"limited": list(limited)} if limited else {}),
     }
+
+
+def agent_did_not_start(events: Iterable[Event]) -> bool:
+    """Whether the run's last failure was its agent command not starting (a resume since then
+    clears it): another agent, not a plain retry, is what helps."""
+    stopped = False
+    for event in events:
+        if event.type == EventType.STEP_FAILED:
+            evidence = event.data.get("evidence")
+            stopped = isinstance(evidence, dict) and evidence.get("cause") == AGENT_DID_NOT_START
+        elif event.type == EventType.RUN_RESUMED:
+            stopped = False
+    return stopped

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from github.words import GitHubWords
 from runner import failures, inbox
 from runner.decisions import Limits, MoveKind, decide_failure, next_move
 from runner.errors import (
@@ -381,7 +382,11 @@ def test_a_failure_of_an_agent_that_did_not_start_says_to_retry_with_another_age
     action = next_action(failed, [], spec_sha256=None, now=NOW, agent_did_not_start=True)
     said = say_next_action(action.to_dict(), "r1", Words())
     assert "/retry --agent-command TEMPLATE" in said and "make its agent start" in said
-    # Elsewhere (a forge's words name no agent), or for another failure: fix it, then retry.
+    # On a forge, whose words name no agent: the operator still, the forge's retry after.
+    forge = say_next_action(action.to_dict(), "r1", GitHubWords())
+    assert "waits for the operator to make its agent start" in forge
+    assert "`/ratchet retry`" in forge and "another agent command at the host" in forge
+    # Another failure: whoever has write access fixes it, then retries.
     plain = say_next_action(next_action(failed, [], spec_sha256=None, now=NOW).to_dict(), "r1",
                             Words())
     assert "--agent-command" not in plain and "fix the cause of its failure" in plain

@@ -4,7 +4,10 @@ nothing."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +16,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.e2e.github_app import BOT, OWNER, READER, REPO, WRITER, AppScene, scenes
+from tests.e2e.harness import AGENT
 from tests.fakes.fakegithub import faults
 from tests.webhook_examples import example
 
@@ -258,3 +262,35 @@ def test_each_writers_command_gets_one_answer_and_a_redelivery_none(scene: AppSc
     # Every command above was delivered twice; each has its one answer, none a second.
     assert len(answers(ISSUE)) == 2 and len(answers(pull.number)) == 3
     assert [r.content for r in scene.fake.reactions(OWNER, REPO, approval)] == ["eyes"]
+
+
+def test_a_run_whose_agent_does_not_start_waits_for_the_operator_who_retries_it(
+        scene: AppScene) -> None:
+    """The service's agent command is not installed: the issue's tracking comment says the
+    operator must make it start (a reviewer cannot), and the operator's
+    `ratchet retry RUN --agent-command ...` at the host takes the run up with one that does,
+    through serve (--detach) and on to the spec's review."""
+    scene.serve(extra={"RATCHET_AGENT_COMMAND": "no-such-agent -p {prompt}"})
+    assert scene.deliver("issues", scene.labeled(ISSUE)).status_code == 202
+
+    def stopped() -> str:
+        return next((c.body for c in scene.tracking_comments(ISSUE)
+                     if "waits for the operator to make its agent start" in c.body), "")
+
+    tracking = scene.wait_for("the failure in the tracking comment", stopped)
+    assert "`/ratchet retry`" in tracking and "another agent command at the host" in tracking
+    assert "fix its template" not in tracking
+    run_id = scene.run_state()["run_id"]
+    retried = subprocess.run(
+        [sys.executable, "-m", "app.cli", "retry", run_id, "--agent-command",
+         f"{sys.executable} {AGENT}", "--detach"],
+        cwd=scene.root, env=scene.environ(), capture_output=True, text=True, timeout=120,
+        check=False)
+    assert retried.returncode == 0, retried.stderr
+    scene.wait_for("the spec's review", lambda: waiting_for_approval(scene))
+    events = [json.loads(line) for line in
+              (scene.exported(run_id) / "events.ndjson").read_text().splitlines()]
+    [resumed] = [e for e in events if e["type"] == "RUN_RESUMED"]
+    assert resumed["data"]["agent"] == {"command": f"{sys.executable} {AGENT}"}
+    assert scene.run_state()["state"] == "awaiting_approval"
+    assert len(scene.tracking_comments(ISSUE)) == 1
