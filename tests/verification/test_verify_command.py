@@ -158,6 +158,17 @@ def shop(make_repo: Callable[[Files], Path]) -> Path:
     return repo
 
 
+def test_a_node_monorepo_is_planned_without_the_other_ecosystems_readers(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    """Cargo's, Go's, semver ranges' and ini files' readers load only for a tree needing them:
+    each costs start-up (bench/verify.py (f))."""
+    printed, modules = planning_modules(shop(make_repo))
+    assert "packages/web:node-test" in printed
+    assert loaded(modules, ("verification.cargo", "verification.gomod", "verification.semver",
+                            "configparser", "verification.workflows", "yaml")) == []
+
+
 def test_explain_names_each_package_once_with_its_reasons(
     make_repo: Callable[[Files], Path],
 ) -> None:
