@@ -26,7 +26,8 @@ verifying, and follows GitHub's rules:
   committing what its steps rewrite (autofix-ci), a job on Windows or macOS only, a
   reusable workflow of another repository, a step needing secrets or another unknown
   expression, a shell other than bash or sh, a working directory outside the repository,
-  publishing or deploying, rewriting files (`--fix`), `continue-on-error`, the steps after
+  publishing or deploying, rewriting files (`--fix`), running as root (`sudo mount`),
+  `continue-on-error`, the steps after
   an artifact download (they work on another job's output; not when it brings back, where it
   was made, what a job it needs uploaded: all checks run in one tree, after that job's), and
   after a browser download the
@@ -50,6 +51,7 @@ from verification.ci_steps import (
     ecosystems_of,
     install_ecosystem,
     kind_of,
+    needs_root,
     role,
     shell_of,
     tests_in_browsers,
@@ -547,6 +549,9 @@ class _WorkflowReader:
             return skipped("rewrites the files it checks (--fix, --write): not verification")
         if what == "host":
             return None
+        root = needs_root(script) if what == "check" else None
+        if root is not None:
+            return skipped(f"runs {root!r} as root: the sandbox has no root")
         command = command_line(script, shell, known)
         if what == "install":
             lines = [install_ecosystem(line) for line in script.splitlines()]

@@ -218,6 +218,19 @@ def tests_in_browsers(script: str, kind: str, package: Mapping[str, object]) -> 
     return False
 
 
+_SUDO = re.compile(r"(?:^|[;&|(]\s*)sudo\s+(?:-\S+\s+)*(\S+)")
+
+
+def needs_root(script: str) -> str | None:
+    """The first command of the script that runs as root on the runner (`sudo mount`, `sudo
+    chroot`), beyond installing packages: the sandbox has no root, so the step cannot run."""
+    for line in commands(script):
+        match = _SUDO.search(line)
+        if match is not None and not is_host_preparation(line[match.start():].lstrip(";&|( ")):
+            return " ".join(line[match.start():].lstrip(";&|( ").split()[:3])
+    return None
+
+
 def is_host_preparation(command: str) -> bool:
     """True when `command` installs a tool or configures the runner (see the docstring)."""
     line = _bare(command)

@@ -304,3 +304,34 @@ def test_a_workflow_on_release_branches_only_does_not_run_for_a_change() -> None
     assert jobs("  push:\n    branches-ignore: [gh-pages]") == ["ci.t.make-test"]
     assert jobs("  push:\n    branches: ['release/*', master]") == ["ci.t.make-test"]
     assert jobs("  push:\n    branches-ignore: [main, master, develop, dev, trunk]") == []
+
+
+ROOT = """\
+on: pull_request
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - name: Install packages
+        run: sudo apt-get update && sudo apt-get install -y libsnmp-dev
+      - name: Create btrfs filesystem
+        run: |
+          sudo apt install -y btrfs-progs
+          truncate -s 1G /tmp/btrfs.img
+          mkfs.btrfs /tmp/btrfs.img
+          sudo mount -o loop /tmp/btrfs.img /btrfs
+      - name: Check in sysroot
+        run: sudo chroot /sysroot "$(pwd)/target/debug/app" --version
+      - run: cargo test
+"""
+
+
+def test_a_step_running_as_root_beyond_installing_packages_is_listed_not_run() -> None:
+    """The sandbox has no root: `sudo mount` and `sudo chroot` cannot run there (the package
+    install is host preparation, left to the host as before)."""
+    plan = ci(ROOT, ["src/lib.rs"])
+    assert planned(plan) == ["ci.test.cargo-test"]
+    assert [(u.step, u.reason) for u in plan.jobs[0].unverified] == [
+        ("Create btrfs filesystem", "runs 'sudo mount -o' as root: the sandbox has no root"),
+        ("Check in sysroot", "runs 'sudo chroot /sysroot' as root: the sandbox has no root"),
+    ]
