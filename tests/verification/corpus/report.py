@@ -21,17 +21,18 @@ def main(argv: list[str]) -> int:
     verbose = "-v" in argv
     known = load_known_misses()
     total = right = 0
-    print(f"{'repository':36} {'layout':44} {'right':>7} {'share':>6}")
+    width = max(len(repository.layout) for repository in load_repositories())
+    print(f"{'repository':32} {'layout':{width}} {'right':>7} {'share':>6}")
     for repository in load_repositories():
         absent = missing_mirror(repository.repository)
         if absent:
-            print(f"{repository.repository:36} skipped: {absent}")
+            print(f"{repository.repository:32} skipped: {absent}")
             continue
         verdicts: list[Verdict] = [score(plan_case(case), case) for case in repository.cases]
         good = sum(verdict.right for verdict in verdicts)
         total += len(verdicts)
         right += good
-        print(f"{repository.repository:36} {repository.layout:44} {good:>3}/{len(verdicts):<3}"
+        print(f"{repository.repository:32} {repository.layout:{width}} {good:>3}/{len(verdicts):<3}"
               f" {100 * good / len(verdicts):>5.0f}%")
         if verbose:
             for verdict in verdicts:
@@ -40,7 +41,7 @@ def main(argv: list[str]) -> int:
                     for reason in verdict.reasons:
                         print(f"        {reason}")
     if total:
-        print(f"{'overall':81} {right:>3}/{total:<3} {100 * right / total:>5.0f}%")
+        print(f"{'overall':{33 + width}} {right:>3}/{total:<3} {100 * right / total:>5.0f}%")
     return 0
 
 
