@@ -107,8 +107,41 @@ class WakeUps:
             self.enqueue(run_id, delay_s=max(0.0, (run.ready_at or now) - now))
 
 
-class Reaper:
+class Periodic:
+    """A daemon thread doing one ``round`` every ``pace()`` seconds until stopped. A ledger
+    outage or an unexpected error is logged and the next round tried: the thread must outlive
+    what it recovers from."""
+
+    name = "periodic"  # the thread's name is ratchet-<name>; log lines start with it
+    interval: float
+
+    def pace(self) -> float:
+        return self.interval
+
+    def round(self) -> None:
+        raise NotImplementedError
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.wait(self.pace()):
+            try:
+                self.round()
+            except LedgerError as exc:
+                log.warning("%s: ledger unavailable, retrying: %s", self.name, exc)
+            except Exception:
+                log.exception("%s: unexpected error; continuing", self.name)
+
+    def start(self) -> tuple[threading.Thread, threading.Event]:
+        stop = threading.Event()
+        thread = threading.Thread(target=self.run, args=(stop,), name=f"ratchet-{self.name}",
+                                  daemon=True)
+        thread.start()
+        return thread, stop
+
+
+class Reaper(Periodic):
     """Wakes runs whose messages were lost or whose worker died, every ``interval`` seconds."""
+
+    name = "reaper"
 
     def __init__(self, store: Store, enqueue: Callable[[str], None], *, interval: float,
                  rewake_after: float | None = None) -> None:
@@ -130,28 +163,21 @@ class Reaper:
             log.info("reaper woke %d run(s): %r", len(woken), woken)
         return woken
 
-    def run(self, stop: threading.Event) -> None:
-        while not stop.wait(self.interval * random.uniform(0.8, 1.2)):
-            try:
-                self.reap_once()
-            except LedgerError as exc:
-                log.warning("reaper: ledger unavailable, retrying: %s", exc)
-            except Exception:
-                log.exception("reaper: unexpected error; continuing")
+    def pace(self) -> float:
+        # Jittered, so the reapers of several hosts do not ask the ledger in step.
+        return self.interval * random.uniform(0.8, 1.2)
 
-    def start(self) -> tuple[threading.Thread, threading.Event]:
-        stop = threading.Event()
-        thread = threading.Thread(target=self.run, args=(stop,), name="ratchet-reaper",
-                                  daemon=True)
-        thread.start()
-        return thread, stop
+    def round(self) -> None:
+        self.reap_once()
 
 
-class Pickups:
+class Pickups(Periodic):
     """Wakes the runs a detached command asked for in the ledger (``Store.request_pickup``)
     within ``interval``: without a broker, the ledger is the only way a ``ratchet`` process
     reaches the in-process worker of ``ratchet serve`` (the reaper would take a lost wake-up
     up only at its own pace)."""
+
+    name = "pickups"
 
     def __init__(self, store: Store, enqueue: Callable[[str], None], *,
                  interval: float = PICKUP_SECONDS) -> None:
@@ -167,21 +193,8 @@ class Pickups:
             self.enqueue(run_id)
         return taken
 
-    def run(self, stop: threading.Event) -> None:
-        while not stop.wait(self.interval):
-            try:
-                self.take_once()
-            except LedgerError as exc:
-                log.warning("pickups: ledger unavailable, retrying: %s", exc)
-            except Exception:
-                log.exception("pickups: unexpected error; continuing")
-
-    def start(self) -> tuple[threading.Thread, threading.Event]:
-        stop = threading.Event()
-        thread = threading.Thread(target=self.run, args=(stop,), name="ratchet-pickups",
-                                  daemon=True)
-        thread.start()
-        return thread, stop
+    def round(self) -> None:
+        self.take_once()
 
 
 class WorkerLifecycle(Middleware):
