@@ -525,7 +525,10 @@ def _signal(args: argparse.Namespace, settings: Settings, kind: SignalKind,
     signal = engine.signal(args.run_id, kind, author=_who(), payload=payload)
     if args.detach:
         _announce(_enqueue(settings, store, args.run_id), args.json)
-        return _finish(store, settings, store.get_run(args.run_id), args.json, announce=False)
+        # Recorded and queued is this command's success, whatever the run still says until
+        # its worker answers the signal (a failed run being retried is still failed here).
+        _finish(store, settings, store.get_run(args.run_id), args.json, announce=False)
+        return EXIT_OK
     run = _drive(engine, before, moves, args.json)
     answered = store.get_signal(signal.id)
     stopped_now = is_stopped(run.state) and not is_stopped(before.state)
