@@ -280,8 +280,14 @@ def test_lost_acknowledgements_a_killed_worker_and_refused_commands_change_nothi
     started = Path(f"{block}.seen")  # the scripted agent's mark: implement is running
     scene.wait_for("implement to start", started.exists)
     worker.kill()
-    block.write_text("go\n")
     scene.worker()
+    # The killed worker's agent is let go only once the new worker's implement has completed:
+    # by then it died with its worker, or it outlived it and counts a second implement below
+    # (let go at once, a dying agent on a loaded host could finish in the moment its SIGKILL
+    # takes to arrive).
+    scene.wait_for("the new worker's implement",
+                   lambda: agent_steps(scene)["implement"] >= 1, timeout=180)
+    block.write_text("go\n")
     scene.wait_for("the verified pull request", lambda: finished(scene), timeout=180)
 
     assert_verified_once(scene, spec_heads=3, pr_replies=2)
