@@ -13,6 +13,7 @@ import logging
 import random
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -107,7 +108,7 @@ class WakeUps:
             self.enqueue(run_id, delay_s=max(0.0, (run.ready_at or now) - now))
 
 
-class Periodic:
+class Periodic(ABC):
     """A daemon thread doing one ``round`` every ``pace()`` seconds until stopped. A ledger
     outage or an unexpected error is logged and the next round tried: the thread must outlive
     what it recovers from."""
@@ -118,8 +119,9 @@ class Periodic:
     def pace(self) -> float:
         return self.interval
 
+    @abstractmethod
     def round(self) -> None:
-        raise NotImplementedError
+        """One pass of the task."""
 
     def run(self, stop: threading.Event) -> None:
         while not stop.wait(self.pace()):

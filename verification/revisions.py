@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Self
@@ -101,11 +102,12 @@ def start_change(repo: Git, start: str, head: str | None, *,
     return PendingChange(diff, listing)
 
 
-class _Started:
+class _Started(ABC):
     """Git work started for a caller: as a context, what was not collected is stopped."""
 
+    @abstractmethod
     def stop(self) -> None:
-        raise NotImplementedError
+        """Stop what was started and not collected."""
 
     def __enter__(self) -> Self:
         return self
