@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import ipaddress
 import math
 import os
 import re
@@ -145,8 +144,11 @@ def check_host_pattern(value: str) -> str:
     name = pattern.removeprefix("*.")
     labels = name.split(".")
     valid = pattern == "*" or (len(name) <= 253 and all(_LABEL.fullmatch(x) for x in labels))
-    with contextlib.suppress(ValueError):
-        valid = valid or bool(ipaddress.ip_address(pattern))
+    if not valid:
+        import ipaddress  # only for a pattern that is no host name: planning rarely meets one
+
+        with contextlib.suppress(ValueError):
+            valid = bool(ipaddress.ip_address(pattern))
     if not valid:
         raise ValueError(
             f"{value.strip()!r} is not a host: give a name such as 'pypi.org',"

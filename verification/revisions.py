@@ -42,26 +42,24 @@ def default_base(repo: Git) -> str:
 
     Raises RevisionError when none of those exist; pass `--base` explicitly then.
     """
-    # Asked of every branch at once (one git process's wait, not one per branch); git says
-    # 128 for a name that is not a commit, 1 when the branch shares no history with HEAD.
-    asked = [(branch, _start(repo, "merge-base", "HEAD", f"{branch}^{{commit}}"))
-             for branch in DEFAULT_BRANCHES]
-    try:
-        for branch, running in asked:
-            try:
-                answer = running.wait(check=False)
-            except GitError as exc:
-                raise RevisionError(str(exc)) from exc
-            if answer.returncode == 0:
-                return answer.stdout.decode().strip()
-            if answer.returncode != NOT_A_COMMIT:
-                stderr = answer.stderr.decode("utf-8", "replace").strip()
-                raise RevisionError(f"git merge-base HEAD {branch} failed in {repo.work_tree}"
-                                    f" (exit {answer.returncode}): {stderr or 'no common commit'};"
-                                    " pass --base REV")
-    finally:
-        for _, running in asked:
-            running.stop()
+    # One git process says which of the branches exist (a missing one is `NAME missing`),
+    # then one finds the merge base: two short processes, whatever the branches.
+    asked = "".join(f"{branch}^{{commit}}\n" for branch in DEFAULT_BRANCHES).encode()
+    found = _git(repo, "cat-file", "--batch-check=%(objectname)", input=asked).split(b"\n")
+    for branch, line in zip(DEFAULT_BRANCHES, found, strict=False):
+        if line.endswith(b" missing") or line.endswith(b" ambiguous") or not line:
+            continue
+        try:
+            answer = repo.run("merge-base", "HEAD", line.decode(), check=False)
+        except GitError as exc:
+            raise RevisionError(str(exc)) from exc
+        if answer.returncode == 0:
+            return answer.stdout.decode().strip()
+        if answer.returncode != NOT_A_COMMIT:
+            stderr = answer.stderr.decode("utf-8", "replace").strip()
+            raise RevisionError(f"git merge-base HEAD {branch} failed in {repo.work_tree}"
+                                f" (exit {answer.returncode}): {stderr or 'no common commit'};"
+                                " pass --base REV")
     raise RevisionError(
         f"cannot find a default branch in {repo.work_tree} (tried {', '.join(DEFAULT_BRANCHES)}); "
         "pass --base REV"
@@ -221,9 +219,9 @@ def checkout(repo: Git, revision: str) -> Iterator[Git]:
         _git(repo, "worktree", "prune", "--expire=now", check=False)
 
 
-def _git(repo: Git, *args: str, check: bool = True) -> bytes:
+def _git(repo: Git, *args: str, check: bool = True, input: bytes | None = None) -> bytes:
     try:
-        result = repo.run(*args, check=False)
+        result = repo.run(*args, check=False, input=input)
     except GitError as exc:
         raise RevisionError(str(exc)) from exc
     if result.returncode != 0:
