@@ -10,7 +10,7 @@ from pathlib import Path
 from app.settings import Settings, SettingsError
 from app.webhooks import WebhookConfig
 from github.client import GitHubClient
-from github.credentials import AppCredentials, GitHubSettingsError
+from github.credentials import PRIVATE_KEY_VAR, AppCredentials, GitHubSettingsError
 from github.effects import GitHubExecutor
 from github.gitauth import git_credentials
 from github.permissions import GitHubAuthorizer, Permissions
@@ -30,12 +30,16 @@ def app_credentials(settings: Settings) -> AppCredentials | None:
     """The App's credentials, or None when no App is configured (local runs only)."""
     if settings.github_app_id is None:
         return None
+    saved = settings.key_from_credentials_file()
     try:
         return AppCredentials.from_values(
             app_id=str(settings.github_app_id), private_key=settings.github_private_key,
             private_key_file=(str(settings.github_private_key_file)
                               if settings.github_private_key_file else None),
             api_url=settings.github_api_url, graphql_url=settings.github_graphql_url,
+            # A key from the credentials file is fixed there, not in a variable.
+            private_key_source=(f"the private key in {saved}" if saved is not None
+                                else PRIVATE_KEY_VAR),
         )
     except GitHubSettingsError as exc:
         raise SettingsError(f"invalid settings: {exc}") from None

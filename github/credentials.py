@@ -80,9 +80,9 @@ def _app_id(value: str | int | None) -> int:
 
 
 def _key_text(
-    private_key: str | bytes | None, private_key_file: str | Path | None
+    private_key: str | bytes | None, private_key_file: str | Path | None, text_source: str
 ) -> tuple[str, str]:
-    """The PEM text and the variable it came from."""
+    """The PEM text and where it came from (``text_source`` for ``private_key``)."""
     text = private_key.decode() if isinstance(private_key, bytes) else (private_key or "")
     path = str(private_key_file or "").strip()
     if text.strip() and path:
@@ -91,7 +91,7 @@ def _key_text(
         )
     if text.strip():
         # A PEM pasted into a one-line variable often arrives with literal "\n" escapes.
-        return text.replace("\\n", "\n").strip() + "\n", PRIVATE_KEY_VAR
+        return text.replace("\\n", "\n").strip() + "\n", text_source
     if not path:
         raise GitHubSettingsError(
             f"no App private key: set {PRIVATE_KEY_FILE_VAR} to the .pem file GitHub generated "
@@ -143,14 +143,16 @@ class AppCredentials:
         private_key_file: str | Path | None = None,
         api_url: str | None = None,
         graphql_url: str | None = None,
+        private_key_source: str = PRIVATE_KEY_VAR,
     ) -> AppCredentials:
         """Validate settings (the ``RATCHET_GITHUB_*`` values) into credentials.
 
         The key is given as PEM text or as a file path, not both; it is parsed here, so a bad
-        key fails at start-up. Raises ``GitHubSettingsError`` naming the variable to fix.
+        key fails at start-up. Raises ``GitHubSettingsError`` naming the variable to fix, or
+        ``private_key_source`` for a key text that came from elsewhere (a credentials file).
         """
         number = _app_id(app_id)
-        pem, source = _key_text(private_key, private_key_file)
+        pem, source = _key_text(private_key, private_key_file, private_key_source)
         load_private_key(pem, source=source)
         api, graphql = _endpoints(api_url, graphql_url)
         return cls(app_id=number, private_key=pem, api_url=api, graphql_url=graphql)

@@ -84,6 +84,20 @@ def test_a_file_that_is_no_credentials_file_is_an_error_naming_it(env: Path) -> 
     assert "ratchet github-app create --force" in message and "MIIsecret" not in message
 
 
+def test_a_key_in_the_file_that_does_not_parse_is_an_error_naming_the_file(
+        env: Path, saved: AppCredentialsFile) -> None:
+    broken = saved.model_copy(update={"private_key": "-----BEGIN RSA PRIVATE KEY-----\nMIIsecret"
+                                                     "\n-----END RSA PRIVATE KEY-----\n"})
+    write_credentials(env, broken, overwrite=False)
+    with pytest.raises(SettingsError) as raised:
+        app_credentials(load_settings())
+    message = str(raised.value)
+    # The file holds the key, so the file is what to fix: no variable is named.
+    assert message.startswith(f"invalid settings: the private key in {env} is not an "
+                              "unencrypted PEM private key")
+    assert "RATCHET_GITHUB_PRIVATE_KEY" not in message and "MIIsecret" not in message
+
+
 def test_writing_never_replaces_a_file_unless_asked(tmp_path: Path,
                                                     saved: AppCredentialsFile) -> None:
     path = tmp_path / "config" / "github-app.json"
