@@ -13,11 +13,11 @@ around it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from plumbing.markdown import code_span
 from runner.budget import Limit, format_amount
 from runner.neutralise import neutralise, neutralise_inline, strip_controls
 from runner.signals import MIN_HASH_PREFIX, Refusal
@@ -409,9 +409,7 @@ def _count(number: int) -> str:
 
 def _code(text: str) -> str:
     """An inline code span its own backticks cannot end (what it holds shows as typed)."""
-    ticks = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{strip_controls(text)}{pad}{ticks}"
+    return code_span(strip_controls(text))
 
 
 def _inline(text: object) -> str:

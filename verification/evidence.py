@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from plumbing.markdown import code_span, longest_backtick_run
 from verification.annotations import (
     Annotation,
     Level,
@@ -422,7 +423,7 @@ def _failing_tests(result: CheckEvidence) -> str:
     for case in result.failed_tests:
         where = f" at `{case.file}:{case.line}`" if case.file and case.line else (
             f" in `{case.file}`" if case.file else "")
-        lines.append(f"- {_code(failed_test_name(case))}{where}")
+        lines.append(f"- {code_span(failed_test_name(case))}{where}")
         if case.message:
             lines += ["", _indented(_fenced(case.message), "  "), ""]
     return "\n".join(lines) + "\n"
@@ -443,25 +444,12 @@ def _indented(text: str, prefix: str) -> str:
     return "\n".join(prefix + line if line else line for line in text.splitlines())
 
 
-def _code(text: str) -> str:
-    """An inline code span its own backticks cannot end."""
-    ticks = "`" * (_longest_backtick_run(text) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
-
-
 def _fenced(text: str) -> str:
     # A fence longer than any backtick run in the text, so a log cannot close it early.
-    fence = "`" * max(3, _longest_backtick_run(text) + 1)
+    fence = "`" * max(3, longest_backtick_run(text) + 1)
     return f"{fence}\n{text}\n{fence}"
 
 
-def _longest_backtick_run(text: str) -> int:
-    longest = current = 0
-    for char in text:
-        current = current + 1 if char == "`" else 0
-        longest = max(longest, current)
-    return longest
 
 
 def _tests(result: CheckEvidence) -> str:

@@ -8,11 +8,11 @@ are earlier phases' artifacts (``runner/steps/agent.py``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from plumbing.markdown import code_span, fenced
 from runner.neutralise import neutralise, strip_controls
 
 # The run-directory path each phase must write; "{n}" is the repair number.
@@ -81,7 +81,6 @@ _PHASE_RULES: Mapping[str, tuple[str, ...]] = MappingProxyType(
 _FENCE_LANGUAGES: Mapping[str, str] = MappingProxyType(
     {".md": "markdown", ".diff": "diff", ".patch": "diff", ".json": "json"}
 )
-_BACKTICK_RUN = re.compile(r"`+")
 
 
 @dataclass(frozen=True)
@@ -171,17 +170,17 @@ def render_prompt(ctx: PromptContext) -> str:
         f"# Ratchet {ctx.phase} step {ctx.step} (run {ctx.run_id})",
         "You are a coding agent working for Ratchet, a runner that owns this run's lifecycle. "
         "Do this step only, then exit.",
-        f"## Task: {title}\n\n{_fence(body, 'markdown')}",
+        f"## Task: {title}\n\n{fenced(body, 'markdown')}",
         _render_rules(ctx),
     ]
     if ctx.focus is not None:
-        sections.append(f"## Your focus\n\n{_fence(ctx.focus, 'markdown')}")
+        sections.append(f"## Your focus\n\n{fenced(ctx.focus, 'markdown')}")
     if ctx.salvage_path is not None:
         sections.append(
             "## Interrupted earlier attempt\n\n"
             "An earlier attempt at this step was interrupted. Its changes to the worktree were "
-            f"saved as the artifact {_code(ctx.salvage_path)} and the worktree was reset to the "
-            "last checkpoint. Reuse what is sound in them; do not assume they are present."
+            f"saved as the artifact {code_span(ctx.salvage_path)} and the worktree was reset to "
+            "the last checkpoint. Reuse what is sound in them; do not assume they are present."
         )
     if ctx.failing_checks:
         sections.append(_render_checks(ctx.failing_checks, ctx.repair_number))
@@ -202,8 +201,9 @@ def _render_rules(ctx: PromptContext) -> str:
         *_PHASE_RULES[ctx.phase],
         *_subagent_rules(ctx),
         *_paths(ctx),
-        f"`$RATCHET_OUTPUT` is an absolute path; the runner stores it as {_code(ctx.output_path)} "
-        "in the run directory. The step fails if it is missing or empty when you exit.",
+        "`$RATCHET_OUTPUT` is an absolute path; the runner stores it as "
+        f"{code_span(ctx.output_path)} in the run directory. The step fails if it is missing or "
+        "empty when you exit.",
         "Exit 0 when done. Exit 75 for a temporary problem (rate limit, network) so the runner "
         "retries; any other exit status fails the step.",
     ]
@@ -214,7 +214,7 @@ def _paths(ctx: PromptContext) -> list[str]:
     """Where the files the agent writes are, by absolute path."""
     named = [("RATCHET_OUTPUT", ctx.output_file), ("RATCHET_SUBAGENT_PLAN", ctx.plan_file),
              ("RATCHET_NOTE", ctx.note_file)]
-    return [f"`${variable}` is {_code(path)}." for variable, path in named if path]
+    return [f"`${variable}` is {code_span(path)}." for variable, path in named if path]
 
 
 def _subagent_rules(ctx: PromptContext) -> list[str]:
@@ -222,7 +222,7 @@ def _subagent_rules(ctx: PromptContext) -> list[str]:
     subagents' artifacts can be read."""
     rules = []
     if ctx.subagents:
-        listed = ", ".join(f"{_code(name)} ({' '.join(focus.split())})"
+        listed = ", ".join(f"{code_span(name)} ({' '.join(focus.split())})"
                            for name, focus in ctx.subagents)
         rules.append("After you, research subagents declared by the repository each research"
                      f" one focus in parallel: {listed}. Their findings reach the next phase"
@@ -248,12 +248,12 @@ def _render_checks(checks: tuple[FailingCheck, ...], repair_number: int | None) 
     for check in checks:
         exit_code = "none" if check.exit_code is None else str(check.exit_code)
         parts.append(
-            f"### Check {_code(check.id)}\n\n"
+            f"### Check {code_span(check.id)}\n\n"
             f"- status: {check.status}\n"
             f"- exit code: {exit_code}\n\n"
-            f"Command:\n\n{_fence(check.command, 'sh')}\n\n"
+            f"Command:\n\n{fenced(check.command, 'sh')}\n\n"
             f"{_render_tests(check.tests)}"
-            f"Log tail:\n\n{_fence(check.log_tail or '(empty log)')}"
+            f"Log tail:\n\n{fenced(check.log_tail or '(empty log)')}"
         )
     return "\n\n".join(parts)
 
@@ -265,16 +265,16 @@ def _render_tests(tests: tuple[FailingTest, ...]) -> str:
     lines = ["Failing tests:", ""]
     for test in tests:
         where = f"{test.file}:{test.line}" if test.file and test.line else test.file
-        lines.append(f"- {_code(test.name)}" + (f" at {_code(where)}" if where else ""))
+        lines.append(f"- {code_span(test.name)}" + (f" at {code_span(where)}" if where else ""))
         if test.message:
-            lines += ["", *("  " + line for line in _fence(test.message).splitlines()), ""]
+            lines += ["", *("  " + line for line in fenced(test.message).splitlines()), ""]
     return "\n".join(lines).rstrip("\n") + "\n\n"
 
 
 def _render_feedback(feedback: tuple[str, ...]) -> str:
     parts = ["## Reviewer feedback\n\nAddress every point, oldest first."]
     for number, text in enumerate(feedback, start=1):
-        parts.append(f"### Feedback {number}\n\n{_fence(text, 'markdown')}")
+        parts.append(f"### Feedback {number}\n\n{fenced(text, 'markdown')}")
     return "\n\n".join(parts)
 
 
@@ -282,23 +282,5 @@ def _render_artifacts(artifacts: tuple[tuple[str, str], ...]) -> str:
     parts = ["## Artifacts of earlier phases"]
     for path, text in artifacts:
         suffix = path[path.rfind(".") :] if "." in path else ""
-        parts.append(f"### {_code(path)}\n\n{_fence(text, _FENCE_LANGUAGES.get(suffix, ''))}")
+        parts.append(f"### {code_span(path)}\n\n{fenced(text, _FENCE_LANGUAGES.get(suffix, ''))}")
     return "\n\n".join(parts)
-
-
-def _longest_backtick_run(text: str) -> int:
-    return max((len(run) for run in _BACKTICK_RUN.findall(text)), default=0)
-
-
-def _fence(text: str, language: str = "") -> str:
-    """A fenced code block around ``text`` that no backtick run inside it can close."""
-    fence = "`" * max(3, _longest_backtick_run(text) + 1)
-    body = text if text.endswith("\n") else text + "\n"
-    return f"{fence}{language}\n{body}{fence}"
-
-
-def _code(text: str) -> str:
-    """An inline code span around ``text`` that its own backticks cannot end."""
-    ticks = "`" * (_longest_backtick_run(text) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
