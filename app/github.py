@@ -88,12 +88,17 @@ class GitHubRuns:
 
     def __init__(self, store: Store, worktrees: Worktrees, client: GitHubClient, *,
                  bot_login: str | None, allowed_bots: frozenset[str],
-                 details_url: Callable[[Run], str | None]) -> None:
+                 details_url: Callable[[Run], str | None],
+                 artifacts_url: Callable[[Run], str | None] = lambda run: None) -> None:
+        """``details_url``: a run's page (a check run links it); ``artifacts_url``: where its
+        artifacts are served file by file (the dashboard's), None where they are not (an
+        Actions workflow run keeps them zipped: a file link there would be a 404)."""
         self.store = store
         self.worktrees = worktrees
         self.client = client
         self.bot_login = bot_login
         self.details_url = details_url
+        self.artifacts_url = artifacts_url
         self.authorizer = GitHubAuthorizer(
             client, locate=self.target, bot_login=bot_login, allowed_bots=allowed_bots,
             changes=lambda: store.count_deliveries(PERMISSION_EVENTS))
@@ -110,7 +115,9 @@ class GitHubRuns:
         return cls(store, worktrees,
                    GitHubClient(credentials, mutation_interval=settings.github_mutation_interval),
                    bot_login=bot_login(settings), allowed_bots=settings.allowed_bot_logins,
-                   details_url=lambda run: f"{public}/runs/{run.id}" if public else None)
+                   details_url=lambda run: f"{public}/runs/{run.id}" if public else None,
+                   artifacts_url=lambda run: (f"{public}/runs/{run.id}/artifacts" if public
+                                              else None))
 
     def target(self, run: Run) -> RepoTarget:
         """The run's repository, through the installation its delivery named (a plain
@@ -127,6 +134,7 @@ class GitHubRuns:
             worktrees=self.worktrees, worktree=worktree, words=GITHUB_WORDS,
             ledger=lambda: self.store.effects(run.id),
             details_url=self.details_url(run),
+            artifacts_url=self.artifacts_url(run),
             bot_login=self.bot_login,
         )
 

@@ -68,6 +68,7 @@ class GitHubExecutor:
         words: Vocabulary,
         ledger: LedgerView,
         details_url: str | None = None,
+        artifacts_url: str | None = None,
         bot_login: str | None = None,
     ) -> None:
         api = RepoAPI(client, RepoTarget(owner, repo, installation))
@@ -76,14 +77,13 @@ class GitHubExecutor:
         self._kinds: dict[EffectKind, EffectExecutor] = {
             EffectKind.COMMENT: TrackingComments(
                 api, words, issue=issue, history=history, bot_login=bot_login,
-                artifacts_url=f"{details_url}/artifacts" if details_url else None,
+                artifacts_url=artifacts_url,
             ),
             EffectKind.REPLY: Replies(api, words, issue=issue, bot_login=bot_login),
             EffectKind.REACTION: Reactions(api, bot_login=bot_login),
             EffectKind.PUSH: BranchPushes(api, worktrees, worktree),
             EffectKind.PULL_REQUEST: PullRequests(
-                api, words, history=history,
-                artifacts_url=f"{details_url}/artifacts" if details_url else None,
+                api, words, history=history, artifacts_url=artifacts_url,
             ),
             EffectKind.CHECK_RUN: CheckRuns(api, words, history=history, details_url=details_url),
         }

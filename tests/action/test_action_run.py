@@ -155,6 +155,9 @@ def test_a_run_across_jobs_survives_a_killed_job_and_publishes_once(scene: Scene
     assert f"`{run_id}`: done" in tracking.body
     [pull] = scene.fake.pulls(OWNER, REPO)
     assert not pull.draft and pull.state == "open"
+    # A workflow run serves no artifact file by file: the body names spec.md, links none.
+    assert "`spec.md` in the run's artifacts" in (pull.body or "")
+    assert "/artifacts/spec.md" not in (pull.body or "") + tracking.body
     assert len(bot_comments(scene, pull.number)) == 1
     assert [r.content for r in scene.fake.reactions(OWNER, REPO, approval_id)] == ["eyes"]
     checks = scene.fake.check_runs(OWNER, REPO)

@@ -135,6 +135,7 @@ class Scene:
             words=GitHubWords(),
             ledger=lambda: self.store.effects(self.run_id),
             details_url=DETAILS_URL,
+            artifacts_url=f"{DETAILS_URL}/artifacts",
             bot_login=BOT,
         )
 
