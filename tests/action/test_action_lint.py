@@ -73,3 +73,46 @@ def test_the_run_example_lets_only_writers_events_reach_the_run_job(
     lines = output.read_text().splitlines()
     assert lines == (["allowed=true", "number=7"] if allowed else ["allowed=false"])
     assert ("::notice" in result.stdout) is not allowed
+
+
+# How the README and the example workflows name this action: a tagged release of wherever it
+# is hosted (actionlint cannot follow a remote `uses:`, so its inputs are checked here).
+HOSTED_ACTION = re.compile(r"^your-org/ratchet@v\d+$")
+
+
+def _hosted_steps(document: object) -> list[dict]:  # type: ignore[type-arg]
+    """Every step (of a workflow, or a README snippet's bare list of steps) using the action."""
+    found: list[dict] = []  # type: ignore[type-arg]
+    if isinstance(document, dict):
+        if HOSTED_ACTION.match(str(document.get("uses", "")).strip()):
+            found.append(document)
+        for value in document.values():
+            found += _hosted_steps(value)
+    elif isinstance(document, list):
+        for item in document:
+            found += _hosted_steps(item)
+    return found
+
+
+def test_the_readme_and_the_examples_use_the_action_with_its_own_inputs() -> None:
+    """What a reader copies from the README or docs/actions/ names only inputs action.yml
+    declares, gives the required ones and a mode the action takes, and points at the root
+    where `uses:` finds action.yml."""
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    declared = set(action["inputs"])
+    required = {name for name, spec in action["inputs"].items() if spec.get("required")}
+    readme = (ROOT / "README.md").read_text()
+    snippets = [yaml.safe_load(block) for block in
+                re.findall(r"```yaml\n(.*?)```", readme, flags=re.DOTALL)
+                if "your-org/ratchet@" in block]
+    examples = [yaml.safe_load(path.read_text())
+                for path in sorted((ROOT / "docs" / "actions").glob("*.yml"))]
+    steps = [step for document in [*snippets, *examples] for step in _hosted_steps(document)]
+    assert len(snippets) >= 1 and len(steps) >= len(examples) + 1, steps
+    modes = set(re.findall(r"\b(verify|run)\b", action["inputs"]["mode"]["description"]))
+    for step in steps:
+        given = set(step.get("with") or {})
+        assert given <= declared, (step, given - declared)
+        assert required <= given, (step, required - given)
+        assert step["with"]["mode"] in modes, step
+    assert "`action.yml` is at its root" in readme and (ROOT / "action.yml").is_file()
