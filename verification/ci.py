@@ -20,10 +20,16 @@ verifying, and follows GitHub's rules:
   status function (`always()`, `!cancelled()`). One combination of its matrix is planned: the first,
   in GitHub's order, whose `runs-on` is not Windows or macOS.
 - **Steps**, in order: toolchain actions and host preparation are not checks; installs are
-  its folder's setup; every other `run:` step is a check in its working directory. What
-  cannot run in the sandbox or is no verification becomes a `UnverifiedStep` with its reason:
-  another action, a job with `services` or a `container`, a benchmark or metrics, a job
-  committing what its steps rewrite (autofix-ci), a job on Windows or macOS only, a
+  its folder's setup; every other `run:` step is a check in its working directory. A step
+  using a local composite action (`uses: ./.github/actions/build`, its `action.yml` read from
+  the base like the workflows) plans the action's steps in its place, nested ones too (at
+  most `MAX_ACTION_DEPTH` deep, no cycle), with the action's `inputs` (the caller's `with:`
+  over each input's `default`) and the caller's `env`, not the job's `defaults.run`; their
+  keys add the calling step's id or name (`ci.test.build.run-tests`). What cannot run in the
+  sandbox or is no verification becomes a `UnverifiedStep` with its reason: another action
+  (a local one that is not composite too, or nested too deep, or in a cycle), a job with
+  `services` or a `container`, a benchmark or metrics, a job committing what its steps
+  rewrite (autofix-ci), a job on Windows or macOS only, a
   reusable workflow of another repository, a step needing secrets or another unknown
   expression, a shell other than bash or sh, a working directory outside the repository,
   publishing or deploying, rewriting files (`--fix`), running as root (`sudo mount`),
@@ -74,12 +80,16 @@ from verification.model import UnverifiedStep
 from verification.scripts import TaskResolver, line_uses
 from verification.tools import ToolUse
 from verification.workflows import (
+    MAX_ACTION_DEPTH,
+    Defaults,
     EventFilter,
     Job,
     Step,
     Workflow,
+    WorkflowProblem,
     Workflows,
     combinations,
+    local_action,
     matrix_problem,
 )
 from verification.workspaces import Ecosystem
@@ -194,6 +204,8 @@ class CiJob:
     unverified: list[UnverifiedStep] = field(default_factory=list)
     # The artifacts its steps upload: name -> the path uploaded (one path, no wildcard).
     uploads: dict[str, str] = field(default_factory=dict)
+    # The folders of the local composite actions whose steps it plans (nested ones too).
+    actions: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -361,26 +373,43 @@ class _WorkflowReader:
             return entry, {}
         contexts = {**contexts, "matrix": skip}
         env = _environment([workflow.env, job.env], contexts)
-        # The steps' outputs as they come: the later steps' and the job's outputs read them.
+        walk = _Walk(entry, handed, after)
+        defaults = Defaults(job.defaults.shell or workflow.defaults.shell, where)
+        contexts["steps"] = self._steps(job.steps, walk, contexts, env, notes, _Scope(defaults))
+        outputs = {}
+        for name, value in job.outputs.items():
+            resolved = _value(value, contexts)
+            if not isinstance(resolved, Unknown):
+                outputs[str(name)] = resolved
+        # The installs are its checks' setup whatever their place in the job.
+        folders = tuple(dict.fromkeys(i.folder for i in entry.installs))
+        entry.checks = [_with_setups(c, folders) for c in entry.checks]
+        return entry, outputs
+
+    def _steps(self, steps: Sequence[Step], walk: _Walk, contexts: dict[str, Value],
+               env: dict[str, Value], notes: tuple[str, ...], scope: _Scope) -> Partial:
+        """Plan `steps` in order into `walk`: the job's own, or a local composite action's
+        (`scope`). Returns their `steps` context, the outputs as they came (the later
+        steps read them, and the job's outputs)."""
+        entry, key = walk.entry, walk.entry.key
         steps_context = Partial()
-        contexts["steps"] = steps_context
-        installs_seen: list[CiInstall] = []
-        downloaded: str | None = None  # an artifact download the later steps work on
-        browsers: str | None = None  # a browser download the later steps may test in
-        in_browsers = False  # a step tested in them: the job's later steps are not run
-        previous = after
-        for step in job.steps:
+        contexts = {**contexts, "steps": steps_context}
+        for step in steps:
+            label = scope.label + step.label
             step_contexts = {**contexts, "env": {**env}}
             condition = evaluate_condition(step.condition, step_contexts)
             if condition is not True and not isinstance(condition, Unknown):
                 if step.id:  # as GitHub has it: a skipped step, with no outputs
                     steps_context[step.id] = _SKIPPED
                 continue
-            step_notes = notes + ((f"step {step.label!r}: its if ({_shown(step.condition)}) "
+            step_notes = notes + ((f"step {label!r}: its if ({_shown(step.condition)}) "
                                    f"needs {condition.what}: planned as if true",)
                                   if isinstance(condition, Unknown) else ())
+            if step.uses is not None and local_action(step.uses) is not None:
+                self._composite(step, walk, step_contexts, env, step_notes, scope)
+                continue
             if step.uses is not None:
-                outputs = self._action(step, entry, key)
+                outputs = self._action(step, entry, label)
                 if step.id and outputs is not None:
                     steps_context[step.id] = Partial({"outputs": Partial(outputs),
                                                       "outcome": "success",
@@ -391,58 +420,106 @@ class _WorkflowReader:
                 if step.uses.lower().startswith(UPLOAD_ACTIONS):
                     _note_upload(step, entry, step_contexts)
                 if step.uses.lower().startswith(DOWNLOAD_ACTIONS) and not _handed_back(
-                        step, handed, step_contexts, self.folders):
-                    downloaded = step.uses.split("@", 1)[0]
+                        step, walk.handed, step_contexts, self.folders):
+                    walk.downloaded = step.uses.split("@", 1)[0]
                 continue
             if step.run is None:
                 continue
             if downloads_browsers(step.run):
-                browsers = browsers or step.label  # host preparation, like the others
+                walk.browsers = walk.browsers or label  # host preparation, like the others
                 continue
-            needed = (f"runs on what {downloaded} brought (another job's or run's artifacts)"
-                      if downloaded is not None else
-                      f"needs the browsers {browsers!r} downloads" if in_browsers else None)
+            needed = (f"runs on what {walk.downloaded} brought (another job's or run's "
+                      "artifacts)" if walk.downloaded is not None else
+                      f"needs the browsers {walk.browsers!r} downloads" if walk.in_browsers
+                      else None)
             if needed is not None:
-                entry.unverified.append(UnverifiedStep(self.path, key, step.label,
+                entry.unverified.append(UnverifiedStep(self.path, key, label,
                                                        f"{needed}, which does not run here"))
                 continue
-            made = self._run_step(workflow, job, step, key, step_contexts, env)
+            made = self._run_step(step, label, key, step_contexts, env, scope.defaults)
             if isinstance(made, UnverifiedStep):
                 entry.unverified.append(made)
                 continue
             if made is None:
                 continue
             if isinstance(made, CiInstall):
-                installs_seen.append(made)
+                walk.installs.append(made)
                 entry.installs.append(made)
                 continue
             folder, script, command, kind, uses, unset = made
-            if browsers is not None and tests_in_browsers(script, kind, self.scripts(folder)):
+            if walk.browsers is not None and tests_in_browsers(script, kind,
+                                                               self.scripts(folder)):
                 # From the first test in browsers on, the job's steps may use what it made.
-                in_browsers = True
+                walk.in_browsers = True
                 entry.unverified.append(UnverifiedStep(
-                    self.path, key, step.label,
-                    f"needs the browsers {browsers!r} downloads, which does not run here"))
+                    self.path, key, label,
+                    f"needs the browsers {walk.browsers!r} downloads, which does not run here"))
                 continue
             check = CiCheck(
-                key=f"{self.stem}.{key.replace('/', '.')}.{_slug(step, entry)}",
+                key=self._key(step, entry, scope.slug),
                 folder=folder, kind=kind, command=command, script=script,
                 ecosystems=ecosystems_of(script, uses), tools=frozenset(u.tool for u in uses),
-                workflow=self.path, job=key, step=step.label,
-                setups=tuple(dict.fromkeys(i.folder for i in installs_seen)),
-                after=previous, notes=step_notes + unset,
+                workflow=self.path, job=key, step=label,
+                setups=tuple(dict.fromkeys(i.folder for i in walk.installs)),
+                after=walk.previous, notes=step_notes + unset,
             )
             entry.checks.append(check)
-            previous = (check.key,)
-        outputs = {}
-        for name, value in job.outputs.items():
-            resolved = _value(value, contexts)
-            if not isinstance(resolved, Unknown):
-                outputs[str(name)] = resolved
-        # The installs are its checks' setup whatever their place in the job.
-        folders = tuple(dict.fromkeys(i.folder for i in entry.installs))
-        entry.checks = [_with_setups(c, folders) for c in entry.checks]
-        return entry, outputs
+            walk.previous = (check.key,)
+        return steps_context
+
+    def _composite(self, step: Step, walk: _Walk, contexts: dict[str, Value],
+                   env: dict[str, Value], notes: tuple[str, ...], scope: _Scope) -> None:
+        """A step using a local action: a composite action's steps planned in its place,
+        with its inputs (the caller's `with:` over the action's defaults) and the caller's
+        `env`, but not the job's `defaults.run` (GitHub's runner applies those to the job's
+        own steps only); else the step listed with why it is not."""
+        uses = step.uses or ""
+        folder = local_action(uses) or "."
+        label = scope.label + step.label
+        action = self.workflows.actions.get(folder)
+
+        def skipped(reason: str) -> None:
+            walk.entry.unverified.append(UnverifiedStep(self.path, walk.entry.key, label,
+                                                        reason))
+
+        if folder in scope.actions:
+            chain = " > ".join((*scope.actions, folder))
+            return skipped(f"uses {uses} inside itself ({chain}): a cycle, not expanded")
+        if len(scope.actions) >= MAX_ACTION_DEPTH:
+            return skipped(f"uses {uses} through more than {MAX_ACTION_DEPTH} composite "
+                           "actions: not expanded")
+        if action is None:
+            return skipped(f"uses {uses}, which planning did not read")
+        if isinstance(action, WorkflowProblem):
+            return skipped(f"uses {uses}: {action.path} {action.reason}")
+        if not action.composite:
+            return skipped(f"uses the local action {uses}, which runs with {action.using}: "
+                           "only a composite action's steps are planned")
+        if _truthy_flag(step.continue_on_error, contexts):
+            return skipped("continue-on-error: CI does not require it to pass")
+        inputs: dict[str, Value] = {}
+        for name, default in action.inputs.items():
+            inputs[name] = _input(default, contexts)
+        for name, value in step.with_.items():
+            inputs[str(name)] = _input(value, contexts)
+        walk.entry.actions.add(folder)
+        inner = {**contexts, "inputs": inputs}
+        # Its checks' keys go on with its id or name (else its folder's), unique in the job.
+        part = scope.slug + (_words(step.id or step.name or folder.rpartition("/")[2])
+                             or f"step-{step.index}")
+        start = f"{self.stem}.{walk.entry.key.replace('/', '.')}.{part}."
+        if any(c.key.startswith(start) for c in walk.entry.checks):
+            part = f"{part}-{step.index}"  # the same action used twice
+        self._steps(action.steps, walk, inner,
+                    _environment([step.env], {**contexts, "env": dict(env)}, base=env), notes,
+                    _Scope(Defaults(), (*scope.actions, folder), f"{part}.", f"{label} > "))
+
+    def _key(self, step: Step, entry: CiJob, within: str) -> str:
+        """A check's key: the workflow stem, the job key, and the step's id or name in
+        lowercase words (after its composite actions' steps, `within`), unique in its job."""
+        slug = _words(step.id or step.name or step.label) or f"step-{step.index}"
+        key = f"{self.stem}.{entry.key.replace('/', '.')}.{within}{slug}"
+        return key if key not in {c.key for c in entry.checks} else f"{key}-{step.index}"
 
     def _job_problem(self, workflow: Workflow, job: Job,
                      contexts: dict[str, Value]) -> str | dict[str, Value]:
@@ -477,7 +554,7 @@ class _WorkflowReader:
             return "its matrix has no combination"
         return f"runs on {labels[0]} only (no Linux combination): only Linux jobs run here"
 
-    def _action(self, step: Step, entry: CiJob, key: str) -> dict[str, Value] | None:
+    def _action(self, step: Step, entry: CiJob, label: str) -> dict[str, Value] | None:
         """A `uses:` step: nothing for a toolchain action, the outputs of a paths filter it
         can evaluate, else listed as skipped."""
         uses = step.uses or ""
@@ -495,20 +572,20 @@ class _WorkflowReader:
                       ".pre-commit-config.yaml (those pre-commit must install are listed)")
         else:
             reason = f"uses the action {uses}: actions do not run in the sandbox"
-        entry.unverified.append(UnverifiedStep(self.path, key, step.label, reason))
+        entry.unverified.append(UnverifiedStep(self.path, entry.key, label, reason))
         return None
 
-    def _run_step(self, workflow: Workflow, job: Job, step: Step, key: str,
-                  contexts: dict[str, Value], env: dict[str, str]
+    def _run_step(self, step: Step, label: str, key: str, contexts: dict[str, Value],
+                  env: dict[str, Value], defaults: Defaults
                   ) -> UnverifiedStep | CiInstall | _Made | None:
         """A `run:` step as what a check is made of, a `CiInstall`, None for host
-        preparation, or why it is skipped."""
+        preparation, or why it is skipped; `defaults` are the `defaults.run` that apply."""
         def skipped(reason: str) -> UnverifiedStep:
-            return UnverifiedStep(self.path, key, step.label, reason)
+            return UnverifiedStep(self.path, key, label, reason)
 
         if _truthy_flag(step.continue_on_error, contexts):
             return skipped("continue-on-error: CI does not require it to pass")
-        shell = shell_of(step.shell or job.defaults.shell or workflow.defaults.shell)
+        shell = shell_of(step.shell or defaults.shell)
         if not shell.runs:
             return skipped(f"runs with shell {shell.argv[0]}: only bash and sh run here")
         step_env = _environment([step.env], {**contexts, "env": dict(env)}, base=env)
@@ -525,8 +602,7 @@ class _WorkflowReader:
                 return skipped(_needs(value))
             if name in step.env:
                 unset.append(name)  # a setting the script never reads: its tools' default
-        where = step.working_directory or job.defaults.working_directory or \
-            workflow.defaults.working_directory
+        where = step.working_directory or defaults.working_directory
         folder = "."
         if where is not None:
             resolved = interpolate(where, {**contexts, "env": step_env})
@@ -557,7 +633,7 @@ class _WorkflowReader:
             lines = [install_ecosystem(line) for line in script.splitlines()]
             ecosystem = next((e for e in lines if e is not None), None)
             return CiInstall(folder, ecosystem, command)
-        notes = tuple(f"step {step.label!r}: runs without {name} (it needs "
+        notes = tuple(f"step {label!r}: runs without {name} (it needs "
                       f"{step_env[name].what}, which planning cannot know)" for name in unset)
         return folder, script.strip(), command, kind_of(script, step.name, uses), uses, notes
 
@@ -565,6 +641,31 @@ class _WorkflowReader:
 # A check step's parts: folder, script, command, kind, the tools it runs, and notes on what
 # it runs without.
 _Made = tuple[str, str, str, str, list[ToolUse], tuple[str, ...]]
+
+
+@dataclass
+class _Walk:
+    """A job's steps as they are planned: what the later steps see of the earlier ones."""
+
+    entry: CiJob
+    handed: Mapping[str, str]  # the artifacts the jobs it needs upload
+    previous: tuple[str, ...]  # the keys of the checks the next check runs after
+    installs: list[CiInstall] = field(default_factory=list)
+    downloaded: str | None = None  # an artifact download the later steps work on
+    browsers: str | None = None  # a browser download the later steps may test in
+    in_browsers: bool = False  # a step tested in them: the job's later steps are not run
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """Where steps come from: the job itself, or the local composite actions it runs them
+    through (`actions`, outermost first), with the `defaults.run` that apply, the start of
+    their checks' last key part and of their labels (`build.`, `Build > `)."""
+
+    defaults: Defaults
+    actions: tuple[str, ...] = ()
+    slug: str = ""
+    label: str = ""
 
 
 @dataclass(frozen=True)
@@ -625,6 +726,15 @@ def _value(raw: Any, contexts: Mapping[str, Value]) -> Value:
     return raw
 
 
+def _input(raw: Any, contexts: Mapping[str, Value]) -> Value:
+    """An action input's value as GitHub passes every input, text (empty without a
+    default); one needing what planning cannot know stays `Unknown`."""
+    if raw is None:
+        return ""
+    value = _value(raw, contexts)
+    return value if isinstance(value, Unknown) else to_text(value)
+
+
 def _truthy_flag(raw: Any, contexts: Mapping[str, Value]) -> bool:
     value = _value(raw, contexts)
     return not isinstance(value, Unknown) and truthy(value)
@@ -661,13 +771,9 @@ def _shown(condition: Any) -> str:
     return " ".join(str(condition).split())[:120]
 
 
-def _slug(step: Step, job: CiJob) -> str:
-    """A step's part of its check key: its id or name in lowercase words, unique in its job."""
-    text = step.id or step.name or step.label
-    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40].strip("-") or (
-        f"step-{step.index}")
-    taken = {c.key.rpartition(".")[2] for c in job.checks}
-    return slug if slug not in taken else f"{slug}-{step.index}"
+def _words(text: str) -> str:
+    """A name as a part of a check key: its lowercase words joined by `-`, 40 characters."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40].strip("-")
 
 
 def _with_setups(check: CiCheck, folders: tuple[str, ...]) -> CiCheck:

@@ -9,8 +9,9 @@ Pure. Two questions, answered from the selection (`select.py`) and the layout:
   check's folder or holds it, and the check's tools are of that file's ecosystem (a
   `cargo test` step covers no Python file); a tool's config only the checks running that
   tool; a workflow file, pre-commit config or root Makefile only the checks running it; a
-  file in no workspace the checks of its folder and language; `.github/ratchet.yml` every
-  check.
+  local composite action's files (its `action.yml`, what its folder holds) every check of a
+  job that plans its steps; a file in no workspace the checks of its folder and language;
+  `.github/ratchet.yml` every check.
 - **Which detected check a CI check duplicates** (`duplicated_by`): the same command in the
   same folder; a package script the CI step runs (`pnpm run lint` there, `pnpm -r lint`,
   `turbo run lint`, `nx run-many -t lint`, `lerna run lint`, `yarn workspaces foreach run
@@ -31,6 +32,7 @@ from verification.checks import DetectedCheck
 from verification.ci import CiCheck, CiJob
 from verification.index import is_below
 from verification.select import Selection, Tool, tool_of
+from verification.workflows import action_files
 from verification.workspaces import Ecosystem, Layout
 
 Steps = tuple[str, ...]
@@ -62,7 +64,7 @@ def covering(job: CiJob, check: CiCheck, selection: Selection, layout: Layout
 
 def _concerns(job: CiJob, check: CiCheck, file: str, kind: str, selection: Selection,
               layout: Layout) -> bool:
-    if kind == "global":
+    if kind == "global" or _runs_action(job, file):
         return True
     if kind == "runs":
         return job.explicit or re.search(selection.runs[file].pattern, check.script) is not None
@@ -90,6 +92,13 @@ def _concerns(job: CiJob, check: CiCheck, file: str, kind: str, selection: Selec
         if inside and (not check.ecosystems or check.ecosystems & allowed):
             return True
     return False
+
+
+def _runs_action(job: CiJob, file: str) -> bool:
+    """True when `file` belongs to a local composite action the job runs: its metadata, or
+    a file in its folder (the scripts its steps run; the root's action only its metadata)."""
+    return any(file in action_files(folder) or (folder != "." and is_below(file, folder))
+               for folder in job.actions)
 
 
 def runs_tool(check: CiCheck, tool: Tool) -> bool:

@@ -141,7 +141,36 @@ def _base_workflows(index: RepoIndex, manifests: Manifests, changed: list[str],
     if not texts:
         return None
     from verification.workflows import read_workflows
-    return read_workflows(texts)
+    workflows = read_workflows(texts)
+    _read_base_actions(workflows, manifests, set(changed), base)
+    return workflows
+
+
+def _read_base_actions(workflows: Workflows, manifests: Manifests, changed: set[str],
+                       base: Tree | None) -> None:
+    """The base revision's local actions the workflows' steps use, as the workflows are read:
+    a file the change touches from the base, the others with the manifests. Each round
+    reads the actions the last one's composite actions use, `MAX_ACTION_DEPTH` rounds at
+    most (deeper ones are not expanded)."""
+    from verification.workflows import (
+        MAX_ACTION_DEPTH,
+        action_files,
+        local_actions,
+        read_actions,
+    )
+
+    for _ in range(MAX_ACTION_DEPTH + 1):
+        folders = local_actions(workflows)
+        if not folders:
+            return
+        paths = [path for folder in folders for path in action_files(folder)]
+        kept = [path for path in paths if base is None or path not in changed]
+        manifests.prefetch(kept)
+        texts = {path: manifests.text(path) for path in kept}
+        touched = [path for path in paths if base is not None and path in changed]
+        if base is not None and touched:
+            texts.update(read_texts(base, touched))
+        read_actions(workflows, folders, texts)
 
 
 def _planned_reads(index: RepoIndex) -> list[str]:

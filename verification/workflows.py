@@ -16,14 +16,20 @@ model keeps what planning reads, following GitHub's "Workflow syntax for GitHub 
   `continue-on-error` (a `parallel:` group's steps count as steps in order).
 
 Values keep their YAML types; expressions (`${{ }}`) stay text for `expressions` to evaluate.
+
+A step `uses: ./folder` runs the local action whose metadata is `folder/action.yml` (or
+`action.yaml`), read as an `Action` ("Metadata syntax for GitHub Actions"): its `runs.using`,
+its inputs' defaults and, for a composite action, its steps; `local_actions` names the
+folders still to read, so nested composite actions are read too.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from posixpath import normpath
 from typing import Any
 
 from verification.config import ConfigError
@@ -44,6 +50,12 @@ MAX_COMBINATIONS = 256
 # well under a second.
 MAX_WORKFLOW_BYTES = 1024 * 1024
 MAX_WORKFLOW_NODES = 1_000_000
+# The metadata files of a local action, in the order GitHub's runner tries them.
+ACTION_FILES = ("action.yml", "action.yaml")
+# Local composite actions run through composite actions, at most: deeper nesting is listed,
+# not expanded (GitHub's runner refuses its own depth, `CompositeActionsMaxDepth`, a little
+# further down).
+MAX_ACTION_DEPTH = 8
 
 
 @dataclass(frozen=True)
@@ -130,8 +142,22 @@ class Workflow:
 
 
 @dataclass(frozen=True)
+class Action:
+    """A local action's metadata: how it runs, its inputs' defaults, a composite's steps."""
+
+    path: str  # the metadata file read (`folder/action.yml`)
+    using: str  # `runs.using`: composite, node20, docker...
+    inputs: Mapping[str, Any]  # input -> its default (None without one)
+    steps: tuple[Step, ...]  # a composite action's, in order
+
+    @property
+    def composite(self) -> bool:
+        return self.using == "composite"
+
+
+@dataclass(frozen=True)
 class WorkflowProblem:
-    """A workflow file planning could not read, and why."""
+    """A workflow or action file planning could not read, and why."""
 
     path: str
     reason: str
@@ -139,10 +165,12 @@ class WorkflowProblem:
 
 @dataclass
 class Workflows:
-    """The workflows of a revision by path, and the files that were ignored."""
+    """The workflows of a revision by path, the files that were ignored, and the local
+    actions their steps use, by folder."""
 
     by_path: dict[str, Workflow] = field(default_factory=dict)
     problems: list[WorkflowProblem] = field(default_factory=list)
+    actions: dict[str, Action | WorkflowProblem] = field(default_factory=dict)
 
 
 def read_workflows(texts: Mapping[str, str | None]) -> Workflows:
@@ -170,6 +198,66 @@ def read_workflows(texts: Mapping[str, str | None]) -> Workflows:
         elif workflow.jobs:  # a workflow of no jobs runs nothing
             found.by_path[path] = workflow
     return found
+
+
+def local_action(uses: str) -> str | None:
+    """The folder of the local action a step's `uses: ./folder` names ("." for `./`), or
+    None for an action of another repository or a Docker image."""
+    if not uses.startswith("./"):
+        return None
+    return normpath(uses.strip())
+
+
+def action_files(folder: str) -> tuple[str, ...]:
+    """The metadata files of the action in `folder`, in the order GitHub tries them; none
+    for a folder outside the repository."""
+    if folder.startswith(("/", "../")) or folder == "..":
+        return ()
+    return tuple(name if folder == "." else f"{folder}/{name}" for name in ACTION_FILES)
+
+
+def local_actions(workflows: Workflows) -> list[str]:
+    """The folders of the local actions the workflows' steps (and the composite actions
+    read so far) use that are not read yet."""
+    steps = [step for workflow in workflows.by_path.values() for job in workflow.jobs
+             for step in job.steps]
+    steps += [step for action in workflows.actions.values() if isinstance(action, Action)
+              for step in action.steps]
+    folders = {local_action(step.uses) for step in steps if step.uses is not None}
+    return sorted(f for f in folders if f is not None and f not in workflows.actions)
+
+
+def read_actions(workflows: Workflows, folders: Iterable[str],
+                 texts: Mapping[str, str | None]) -> None:
+    """Parse the action of each folder from `texts` (`action_files` -> text, None for a file
+    absent or not readable) into `workflows.actions`: the first file GitHub would read, or
+    the reason none could be."""
+    for folder in folders:
+        if not action_files(folder):
+            workflows.actions[folder] = WorkflowProblem(folder, "is outside the repository")
+            continue
+        path = next((p for p in action_files(folder) if texts.get(p) is not None), None)
+        if path is None:
+            workflows.actions[folder] = WorkflowProblem(
+                folder, "has no action.yml or action.yaml planning could read (absent, or not "
+                        "UTF-8 text of a readable size)")
+            continue
+        try:
+            data = load_yaml(texts[path] or "", path=path, max_bytes=MAX_WORKFLOW_BYTES,
+                             max_nodes=MAX_WORKFLOW_NODES)
+        except ConfigError as exc:
+            workflows.actions[folder] = WorkflowProblem(path, str(exc))
+            continue
+        runs = mapping(mapping(data).get("runs"))
+        using = _text(runs.get("using"))
+        if using is None:
+            workflows.actions[folder] = WorkflowProblem(path, "says nowhere how it runs "
+                                                              "(no runs.using)")
+            continue
+        inputs = {str(name): mapping(spec).get("default")
+                  for name, spec in mapping(mapping(data).get("inputs")).items()}
+        steps = tuple(_steps(runs.get("steps"))) if using == "composite" else ()
+        workflows.actions[folder] = Action(path, using, inputs, steps)
 
 
 def _workflow(path: str, data: Any) -> Workflow | WorkflowProblem:
