@@ -9,7 +9,8 @@ every importer of that lockfile).
 
 Formats: `pnpm-lock.yaml` (v6 and v9: `importers`, `packages`, `snapshots`), npm's
 `package-lock.json` (v2 and v3: `packages` by path), `yarn.lock` (classic and berry) and
-`uv.lock`. The YAML-like files are read line by line, never with a YAML library: the text
+`uv.lock`; `Cargo.lock` by crate (`affected_crates`: it records no folders, only names). The
+YAML-like files are read line by line, never with a YAML library: the text
 comes from the change under review, and pnpm and yarn write them in a fixed layout.
 """
 
@@ -84,6 +85,46 @@ def affected_importers(
         if old_entry != new_entry or deps & affected:
             found.add(normpath(join(folder, importer)))
     return found
+
+
+def affected_crates(old: str | None, new: str | None) -> set[str] | None:
+    """The local crates of a `Cargo.lock` (its packages with no `source`: the workspace's
+    members and path dependencies) whose resolution changed: their own entry, or a package
+    they depend on, transitively. None when there is no earlier version or a text is not a
+    lockfile planning reads (the caller then takes the whole Cargo workspace)."""
+    if old is None or new is None:
+        return None
+    try:
+        before, after = _cargo(old), _cargo(new)
+    except (tomllib.TOMLDecodeError, ValueError, TypeError, AttributeError):
+        return None
+    changed = {key.split(" ", 1)[0] for key in set(before) | set(after)
+               if before.get(key) != after.get(key)}
+    dependents: dict[str, set[str]] = {}
+    for key, (_, deps, _) in [*before.items(), *after.items()]:
+        for dep in deps:
+            dependents.setdefault(dep, set()).add(key.split(" ", 1)[0])
+    affected, frontier = set(changed), list(changed)
+    while frontier:
+        for user in dependents.get(frontier.pop(), ()):
+            if user not in affected:
+                affected.add(user)
+                frontier.append(user)
+    local = {key.split(" ", 1)[0] for packages in (before, after)
+             for key, (_, _, sourced) in packages.items() if not sourced}
+    return affected & local
+
+
+def _cargo(text: str) -> dict[str, tuple[str, frozenset[str], bool]]:
+    """A Cargo.lock's packages by `name version`: (entry, names depended on, has a source).
+    A dependency is written `name`, `name version` or `name version (source)`."""
+    packages = {}
+    for entry in tomllib.loads(text).get("package", []):
+        entry = mapping(entry)
+        deps = frozenset(str(dep).split(" ", 1)[0] for dep in entry.get("dependencies", []))
+        key = f"{entry.get('name', '')} {entry.get('version', '')}"
+        packages[key] = (json.dumps(entry, sort_keys=True), deps, "source" in entry)
+    return packages
 
 
 def _parse(name: str, text: str) -> tuple[Entries, Entries] | None:

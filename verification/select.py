@@ -45,12 +45,13 @@ from dataclasses import dataclass, field
 from posixpath import basename, splitext
 from typing import Literal
 
+from verification.cargo import crate_name
 from verification.checks import DetectedCheck
 from verification.config import CONFIG_PATH, VerifyConfig
 from verification.globs import ignore_matches
 from verification.graph import DependencyGraph, Edge
 from verification.index import TEST_DIRS, TEST_ONLY_DIRS, has_part, join, parent, relative
-from verification.lockfiles import DIFFED, affected_importers
+from verification.lockfiles import DIFFED, affected_crates, affected_importers
 from verification.manifests import Manifests, node_dependencies
 from verification.tree import Tree
 from verification.workspaces import Ecosystem, Layout
@@ -571,11 +572,13 @@ def _lockfile(path: str, layout: Layout, manifests: Manifests, base: Tree | None
             return
         selection.files[path] = FileStatus("outside", f"no {ecosystem} workspace installs from it")
         return
+    old = base.read_text(path) if base is not None else None
+    if name == "Cargo.lock" and _by_crate(path, folder, old, layout, manifests, selection, pick):
+        return
     direct = None
     if name == "yarn.lock":
         direct = {_relative_key(w, folder): node_dependencies(
             manifests.json(join(w, "package.json"))) for w in scope}
-    old = base.read_text(path) if base is not None else None
     affected = affected_importers(name, folder, old, manifests.text(path), direct=direct)
     if affected is None:
         chosen = scope
@@ -591,6 +594,30 @@ def _lockfile(path: str, layout: Layout, manifests: Manifests, base: Tree | None
         pick(workspace, (f"{name} {why} {workspace}",), ecosystem)
     count = f"{len(chosen)} of {len(scope)} workspaces"
     selection.files[path] = FileStatus("lockfile", f"{why.rstrip(':')} {count}")
+
+
+def _by_crate(path: str, folder: str, old: str | None, layout: Layout, manifests: Manifests,
+              selection: Selection, pick: _Picker) -> bool:
+    """Select for a Cargo workspace's lockfile the crates whose resolution it changed (those
+    depending on them are among them: the lockfile lists every crate's dependencies). False
+    when it cannot say which (no earlier version, no Cargo workspace here, no crate changed):
+    the whole workspace is checked then."""
+    if (_RUST, folder) not in layout.declarations:
+        return False
+    names = affected_crates(old, manifests.text(path))
+    if not names:
+        return False
+    crates = {crate_name(manifests.toml(join(crate, "Cargo.toml"))): crate
+              for crate in layout.cargo_crates(folder)}
+    chosen = sorted(crates[name] for name in names if name in crates)
+    if not chosen:
+        return False
+    for crate in chosen:
+        pick(crate, (f"Cargo.lock changed the resolved dependencies of crate {crate}",), _RUST,
+             as_crate=True, spread=False)
+    selection.files[path] = FileStatus(
+        "lockfile", f"changed the resolved dependencies of {len(chosen)} of {len(crates)} crates")
+    return True
 
 
 def _add_dependents(selection: Selection, layout: Layout, graph: DependencyGraph,
