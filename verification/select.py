@@ -16,7 +16,8 @@ Pure. Each changed file is classified, in this order:
    per package against the base, see `lockfiles`), or all of them when that is unknown.
 5. `shared`: a tool's config (`.eslintrc.*`, `tsconfig*.json`, `ruff.toml`, `mypy.ini`,
    `pytest.ini`, `tox.ini`, `noxfile.py`, `pyrightconfig.json`, a pyproject.toml change that
-   touches only `[tool.ruff]`-like tables against the base, ...):
+   touches only `[tool.ruff]`-like tables against the base, a setup.cfg or tox.ini change that
+   touches only tools' sections, `[tool:pytest]`, `[flake8]`, `[mypy]`, ...):
    only the checks running that tool (`Tool`), in the workspaces of its ecosystem at or below
    its folder (else the one holding it); a tool no detected check runs (flake8, pyright,
    clippy...) plans nothing, and the file is listed as unverified with that reason. A
@@ -51,6 +52,7 @@ from verification.config import CONFIG_PATH, VerifyConfig
 from verification.globs import ignore_matches
 from verification.graph import DependencyGraph, Edge
 from verification.index import TEST_DIRS, TEST_ONLY_DIRS, has_part, join, parent, relative
+from verification.ini_sections import ini_tools_changed
 from verification.lockfiles import DIFFED, affected_crates, affected_importers
 from verification.manifests import Manifests, node_dependencies
 from verification.tree import Tree
@@ -355,8 +357,7 @@ def select(
                 "unowned", "no tool reads it when a check runs: nothing verifies it")
         elif basename(path) in LOCKFILES:
             _lockfile(path, layout, manifests, base, selection, pick)
-        elif basename(path) == "pyproject.toml" and (
-                names := tool_tables_changed(path, manifests, base)) is not None:
+        elif (names := tools_changed(path, manifests, base)) is not None:
             _tool_tables(path, names, layout, selection, pick)
         elif path in declarations:
             declaration = declarations[path]
@@ -479,6 +480,10 @@ def _shared(path: str, layout: Layout, selection: Selection, pick: _Picker) -> E
     return ecosystem
 
 
+# Ini files holding several tools' sections (`ini_sections`): setup.cfg also the package's
+# metadata, tox.ini pytest's and flake8's settings besides tox's.
+INI_CONFIGS = frozenset({"setup.cfg", "tox.ini", "pytest.ini"})
+
 # `[tool.X]` tables of a pyproject.toml that only the checks running a tool read, and that
 # tool (coverage's settings are read by pytest-cov, under pytest).
 PYPROJECT_TOOLS = {
@@ -487,6 +492,17 @@ PYPROJECT_TOOLS = {
     "pylint": "pylint", "codespell": "codespell", "poe": "poe", "tox": "tox",
     "pydocstyle": "pydocstyle", "bandit": "bandit", "docformatter": "docformatter",
 }  # fmt: skip
+
+
+def tools_changed(path: str, manifests: Manifests, base: Tree | None) -> frozenset[str] | None:
+    """The tools whose settings are all a change to a pyproject.toml or an ini file (setup.cfg,
+    tox.ini, pytest.ini) touched against the base; None for any other file or change."""
+    name = basename(path)
+    if name == "pyproject.toml":
+        return tool_tables_changed(path, manifests, base)
+    if name in INI_CONFIGS and base is not None:
+        return ini_tools_changed(name, base.read_text(path), manifests.text(path))
+    return None
 
 
 def tool_tables_changed(path: str, manifests: Manifests, base: Tree | None
@@ -516,11 +532,12 @@ def tool_tables_changed(path: str, manifests: Manifests, base: Tree | None
 
 def _tool_tables(path: str, names: frozenset[str], layout: Layout, selection: Selection,
                  pick: _Picker) -> None:
-    """A pyproject.toml change touching only tools' tables: the checks running those tools,
-    as their own config files would (`_tool_config`)."""
+    """A pyproject.toml change touching only tools' tables (an ini file's, only tools'
+    sections): the checks running those tools, as their own config files would
+    (`_tool_config`)."""
     if not names:
         selection.files[path] = FileStatus(
-            "unowned", "only comments or layout changed: no tool reads anything new")
+            "unowned", "changed nothing a tool reads (comments, layout): nothing to check")
         return
     shown = " and ".join(sorted(names))
     _tool_config(path, Tool(shown, _PY, readers=names), layout, selection, pick)
