@@ -192,7 +192,7 @@ def _plan_tree(changed: list[str], tree: Tree, config: VerifyConfig, *, base: Tr
     needs_graph = not all(is_global_file(p) or is_documentation(p) or runs_of(p) is not None
                           for p in changed)
     graph = build_graph(layout, manifests) if needs_graph else None
-    selection = select(changed, layout, manifests, config, base=base, graph=graph)
+    selection = select(changed, layout, manifests, config, base=base, graph=graph, index=index)
     lookup = task_lookup(layout, index, manifests)
     assembly = _Assembly(layout, Runners(layout, index, manifests, lookup), configured, config)
     assembly.add_selected(selection)

@@ -30,8 +30,9 @@ Pure. Each changed file is classified, in this order:
    crate of a Cargo workspace is that crate's.
 
 Then everything depending on a selected part (a workspace's checks of one ecosystem, or a
-crate) is selected too, transitively (`graph`), except for a test-only change (`is_test_file`):
-its package's dependents never load it. A Cargo workspace records the crates selected, so its
+crate) is selected too, transitively (`graph`), except for a test-only change (`is_test_file`,
+or for a Node file the package's JSON jest config: `node_tests`): its package's dependents
+never load it. A Cargo workspace records the crates selected, so its
 commands run for those (`-p`) unless it is selected as a whole. Each selected workspace keeps,
 per changed file, the steps that led to it.
 """
@@ -51,10 +52,19 @@ from verification.checks import DetectedCheck
 from verification.config import CONFIG_PATH, VerifyConfig
 from verification.globs import ignore_matches
 from verification.graph import DependencyGraph, Edge
-from verification.index import TEST_DIRS, TEST_ONLY_DIRS, has_part, join, parent, relative
+from verification.index import (
+    TEST_DIRS,
+    TEST_ONLY_DIRS,
+    RepoIndex,
+    has_part,
+    join,
+    parent,
+    relative,
+)
 from verification.ini_sections import ini_tools_changed
 from verification.lockfiles import DIFFED, affected_crates, affected_importers
 from verification.manifests import Manifests, node_dependencies
+from verification.node_tests import Discovery, discover
 from verification.tree import Tree
 from verification.workspaces import Ecosystem, Layout
 
@@ -313,6 +323,43 @@ def is_test_file(path: str) -> bool:
     return has_part(path, TEST_ONLY_DIRS) is not None or _TEST_NAME.search(path) is not None
 
 
+class _TestFiles:
+    """Tells whether a changed file is a test of its package: for a Node file, by the
+    package's JSON jest config where it has one (`node_tests`), else by folder and name
+    (`is_test_file`); with why, for `--explain`. Each package's config is read once."""
+
+    def __init__(self, layout: Layout, manifests: Manifests, index: RepoIndex | None) -> None:
+        self.layout = layout
+        self.manifests = manifests
+        self.index = index
+        self._discovered: dict[str, Discovery] = {}
+
+    def of(self, path: str, home: str) -> tuple[bool, str]:
+        inside = relative(path, home) or path
+        test = is_test_file(inside)
+        workspace = self.layout.workspaces.get(home)
+        if self.index is None or workspace is None or _NODE not in workspace.ecosystems or (
+                LANGUAGES.get(splitext(path)[1]) is not _NODE):
+            return test, "a test file" if test else ""
+        discovery = self._discovered.get(home)
+        if discovery is None:
+            discovery = self._discovered[home] = discover(
+                home, self.index.names.get(home, set()), self.manifests)
+        jest = discovery.jest
+        if jest is None:
+            if not test:
+                return False, ""
+            return True, f"a test file ({discovery.note})" if discovery.note else "a test file"
+        if jest.runs(path):
+            return True, f"a test file jest runs ({jest.source})"
+        if has_part(inside, TEST_ONLY_DIRS) is not None:
+            return True, f"read by its package's tests, not a test jest runs ({jest.source})"
+        if test:
+            return False, (f"named like a test, but not one jest runs ({jest.source}): its "
+                           "package's dependents are checked too")
+        return False, ""
+
+
 # A source file's language: a file of one selects only that ecosystem's checks of a workspace
 # holding several; a file of none (data, C, docs) selects them all.
 LANGUAGES = {
@@ -330,13 +377,17 @@ def select(
     *,
     base: Tree | None,
     graph: DependencyGraph | None,
+    index: RepoIndex | None = None,
 ) -> Selection:
     """Classify the changed files and select the workspaces they concern, dependents included.
 
-    `base` is the tree the change starts from (for lockfile diffs); `graph` the dependency
-    graph, None to leave dependents out (a global change selects everything anyway).
+    `base` is the tree the change starts from (for lockfile diffs and tools' sections); `graph`
+    the dependency graph, None to leave dependents out (a global change selects everything
+    anyway); `index` the tree's watched files, to read a package's jest config (without it,
+    test files are told by name).
     """
     selection = Selection()
+    tests = _TestFiles(layout, manifests, index)
     declarations = {d.file: d for d in layout.declarations.values()}
     seeds: list[tuple[Part, str, Steps]] = []
     for path in changed:
@@ -356,7 +407,7 @@ def select(
             selection.files[path] = FileStatus(
                 "unowned", "no tool reads it when a check runs: nothing verifies it")
         elif basename(path) in LOCKFILES:
-            _lockfile(path, layout, manifests, base, selection, pick)
+            _lockfile(path, layout, manifests, base, selection, pick, tests)
         elif (names := tools_changed(path, manifests, base)) is not None:
             _tool_tables(path, names, layout, selection, pick)
         elif path in declarations:
@@ -373,7 +424,7 @@ def select(
         elif (tool := tool_of(path)) is not None:
             _tool_config(path, tool, layout, selection, pick)
         elif _shared(path, layout, selection, pick) is None:
-            _code(path, layout, selection, pick)
+            _code(path, layout, selection, pick, tests)
     if graph is not None:
         _add_dependents(selection, layout, graph, seeds)
     return selection
@@ -430,7 +481,8 @@ def select_part(layout: Layout, selection: Selection, folder: str, file: str, st
     return parts
 
 
-def _code(path: str, layout: Layout, selection: Selection, pick: _Picker) -> None:
+def _code(path: str, layout: Layout, selection: Selection, pick: _Picker,
+          tests: _TestFiles) -> None:
     """The workspace or crate holding `path`: a file inside a crate of a Cargo workspace is the
     crate's; elsewhere a source file's language picks its ecosystem's checks of a workspace
     holding several. A test file selects its own package only."""
@@ -441,8 +493,8 @@ def _code(path: str, layout: Layout, selection: Selection, pick: _Picker) -> Non
             "in no workspace")
         selection.files[path] = FileStatus("outside", why)
         return
-    test = is_test_file(relative(path, home) or path)
-    where = f"a test file in {home}" if test else f"in {home}"
+    test, why = tests.of(path, home)
+    where = f"{why} in {home}" if test else f"in {home}" + (f", {why}" if why else "")
     if home not in layout.workspaces:  # a crate folded into its Cargo workspace
         root = layout.cargo_root(home)
         detail = f"in crate {home} of the Cargo workspace {root}"
@@ -456,7 +508,9 @@ def _code(path: str, layout: Layout, selection: Selection, pick: _Picker) -> Non
             ecosystems) > 1 else "")
         pick(home, (where,), ecosystem, as_crate=True, spread=not test)
     if test:
-        detail += ": a test file, its package's dependents are not checked for it"
+        detail += f": {why}, its package's dependents are not checked for it"
+    elif why:
+        detail += f": {why}"
     selection.files[path] = FileStatus("code", detail)
 
 
@@ -567,7 +621,7 @@ def _tool_config(path: str, tool: Tool, layout: Layout, selection: Selection,
 
 
 def _lockfile(path: str, layout: Layout, manifests: Manifests, base: Tree | None,
-              selection: Selection, pick: _Picker) -> None:
+              selection: Selection, pick: _Picker, tests: _TestFiles) -> None:
     name = basename(path)
     ecosystem = LOCKFILES[name]
     folder = parent_folder(path)
@@ -585,7 +639,7 @@ def _lockfile(path: str, layout: Layout, manifests: Manifests, base: Tree | None
         if home is not None and is_test_file(relative(path, home) or path):
             # A mock package's lockfile under a test folder is test data its package's
             # tests read (jupyterlab/tests/mock_packages/*/yarn.lock): code, not an install.
-            _code(path, layout, selection, pick)
+            _code(path, layout, selection, pick, tests)
             return
         selection.files[path] = FileStatus("outside", f"no {ecosystem} workspace installs from it")
         return

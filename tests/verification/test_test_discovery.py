@@ -7,16 +7,21 @@ which of the package's files are tests (a test-only change checks its package al
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
+import layouts
+import pytest
+from layouts import package_json
 from verify_helpers import Files, git, write
 
 from plumbing.git import Git
 from verification.config import VerifyConfig
 from verification.explain import render_text
+from verification.node_tests import DEFAULT_TEST_MATCH, Unreadable, _expand
 from verification.plan import PlanResult, plan_change
-from verification.tree import GitRevisionTree
+from verification.tree import GitRevisionTree, GitTree
 
 SETUP_CFG = """\
 [metadata]
@@ -113,3 +118,111 @@ def test_tox_and_pytest_ini_sections_plan_their_readers(
     assert (keys(result), result.plan.unverified) == (set(), ("tools/pytest.ini",))
     assert keys(changed(root, {"tools/pytest.ini": "[pytest]\naddopts = -q\n"})) == {
         "tools:pytest"}
+
+
+def jest_workspace(parser: dict[str, object], extra: Files | None = None) -> Files:
+    """The pnpm workspace of `layouts`, its parser package (which the cli depends on) tested
+    by jest with `parser`'s settings."""
+    files = layouts.pnpm_workspace()
+    files["packages/parser/package.json"] = package_json({
+        "name": "@acme/parser", "version": "1.0.0", "main": "src/index.ts",
+        "scripts": {"build": "tsc -p .", "test": "jest"}, **parser})
+    files.update({
+        "packages/parser/src/lexer.unit.ts": "test('lex', () => {})\n",
+        "packages/parser/src/util.test.ts": "test('util', () => {})\n",
+        "packages/parser/src/legacy/old.test.ts": "test('old', () => {})\n",
+        "packages/parser/__tests__/helpers.ts": "export const sample = 'ab'\n",
+        **(extra or {}),
+    })  # fmt: skip
+    return files
+
+
+def selected(root: Path, path: str) -> tuple[set[str], str]:
+    """The workspaces a working-tree change to `path` plans checks in, and the explanation."""
+    result = plan_change([path], GitTree.discover(root), VerifyConfig())
+    folders = {check.key.rpartition(":")[0] or "." for check in result.plan.checks}
+    return folders, render_text(result.explanation)
+
+
+def test_a_package_json_jest_key_decides_which_files_are_tests(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    """With `testMatch` and `testPathIgnorePatterns` in package.json's `jest` key, a file jest
+    runs is a test (its package alone is checked), even named `*.unit.ts`; one named like a
+    test that jest does not run (outside testMatch, or ignored) is code, so the package's
+    dependents are checked too; a helper below `__tests__/` is read by the tests only."""
+    root = make_repo(jest_workspace({"jest": {
+        "testMatch": ["<rootDir>/src/**/*.unit.ts", "<rootDir>/__tests__/**/*.test.ts"],
+        "testPathIgnorePatterns": ["/node_modules/", "<rootDir>/src/legacy/"],
+    }}))
+    for test in ("packages/parser/src/lexer.unit.ts", "packages/parser/__tests__/parse.test.ts",
+                 "packages/parser/__tests__/helpers.ts"):
+        folders = selected(root, test)[0]
+        assert "packages/parser" in folders and "packages/cli" not in folders, test
+    assert "a test file jest runs (package.json's jest key)" in selected(
+        root, "packages/parser/src/lexer.unit.ts")[1]
+    assert "not a test jest runs" in selected(root, "packages/parser/__tests__/helpers.ts")[1]
+    for code in ("packages/parser/src/util.test.ts", "packages/parser/src/legacy/old.test.ts",
+                 "packages/parser/src/index.ts"):
+        assert {"packages/parser", "packages/cli"} <= selected(root, code)[0], code
+    assert "named like a test, but not one jest runs" in selected(
+        root, "packages/parser/src/util.test.ts")[1]
+
+
+def test_jest_roots_and_test_regex_from_jest_config_json(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    """jest.config.json is read like the `jest` key: `roots` keep tests to `src/`, where
+    `testRegex` finds them."""
+    config = {"roots": ["<rootDir>/src"],
+              "testRegex": "(/__tests__/.*|(\\.|/)(test|spec))\\.[jt]sx?$"}
+    root = make_repo(jest_workspace({}, {
+        "packages/parser/jest.config.json": json.dumps(config),
+        "packages/parser/__tests__/parse.test.ts": "test('parse', () => {})\n",
+        "packages/parser/e2e.test.ts": "test('e2e', () => {})\n",
+    }))
+    assert "packages/cli" not in selected(root, "packages/parser/src/util.test.ts")[0]
+    assert "packages/cli" in selected(root, "packages/parser/src/lexer.unit.ts")[0]
+    folders, explanation = selected(root, "packages/parser/e2e.test.ts")
+    assert "packages/cli" in folders  # outside its roots: not a test jest runs
+    assert "(jest.config.json)" in explanation
+
+
+def test_a_code_config_keeps_the_naming_convention_and_says_so(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    """jest.config.ts is code: never run, so `*.test.ts` is a test by name and `*.unit.ts` is
+    not, whatever it would say; --explain names the file. A pattern that could backtrack for
+    long is not used either."""
+    root = make_repo(jest_workspace({}, {
+        "packages/parser/jest.config.ts": "export default { testMatch: ['**/*.unit.ts'] }\n"}))
+    folders, explanation = selected(root, "packages/parser/src/util.test.ts")
+    assert "packages/cli" not in folders
+    assert "jest.config.ts is code, not run: test files told by name" in explanation
+    assert "packages/cli" in selected(root, "packages/parser/src/lexer.unit.ts")[0]
+    hostile = make_repo_at(root.parent / "hostile", jest_workspace({"jest": {
+        "testRegex": "(a+)+$", "testPathIgnorePatterns": ["(x|xx)*y"]}}))
+    folders, explanation = selected(hostile, "packages/parser/src/util.test.ts")
+    assert "packages/cli" not in folders and "may backtrack for long" in explanation
+
+
+def make_repo_at(root: Path, files: Files) -> Path:
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    write(root, files)
+    git(root, "add", "-A")
+    git(root, "-c", "commit.gpgsign=false", "commit", "-q", "-m", "initial")
+    return root
+
+
+def test_jest_globs_are_expanded_without_backtracking() -> None:
+    """jest's default testMatch expands to plain globs naming what its extglobs name; `!(x)`
+    and a glob of too many expansions are not read."""
+    expanded = set(_expand(DEFAULT_TEST_MATCH[1], negated=False))
+    assert {"**/*.test.[jt]s", "**/spec.[mc][jt]sx", "**/*.spec.[jt]sx"} <= expanded
+    assert len(expanded) == 16
+    for pattern in ("**/!(x).js", "**/" + "?(a|b)" * 8 + ".js"):
+        with pytest.raises(Unreadable):
+            list(_expand(pattern, negated=False))
+    with pytest.raises(Unreadable):
+        list(_expand("**/+(a).js", negated=True))  # an exclusion must not shrink
