@@ -47,7 +47,6 @@ from dataclasses import dataclass, field
 from posixpath import basename, splitext
 from typing import Literal
 
-from verification.cargo import crate_name
 from verification.checks import DetectedCheck
 from verification.config import CONFIG_PATH, VerifyConfig
 from verification.globs import ignore_matches
@@ -678,6 +677,8 @@ def _by_crate(path: str, folder: str, old: str | None, layout: Layout, manifests
     names = affected_crates(old, manifests.text(path))
     if not names:
         return False
+    from verification.cargo import crate_name  # Cargo's reader loads for a Cargo tree only
+
     crates = {crate_name(manifests.toml(join(crate, "Cargo.toml"))): crate
               for crate in layout.cargo_crates(folder)}
     chosen = sorted(crates[name] for name in names if name in crates)
