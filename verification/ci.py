@@ -19,7 +19,9 @@ verifying, and follows GitHub's rules:
   checks say so. A job needing a job that does not run does not run, unless its `if:` holds a
   status function (`always()`, `!cancelled()`). One combination of its matrix is planned: the first,
   in GitHub's order, whose `runs-on` is not Windows or macOS.
-- **Steps**, in order: toolchain actions and host preparation are not checks; installs are
+- **Steps**, in order: toolchain actions and host preparation are not checks, nor is a step
+  only doing the workflow's bookkeeping (`ci_bookkeeping`: `echo ... >> $GITHUB_OUTPUT`;
+  `--explain` says so), whose outputs the later `if:`s still read as unknown; installs are
   its folder's setup; every other `run:` step is a check in its working directory. A step
   using a local composite action (`uses: ./.github/actions/build`, its `action.yml` read from
   the base like the workflows) plans the action's steps in its place, nested ones too (at
@@ -50,6 +52,7 @@ from dataclasses import dataclass, field, replace
 from posixpath import normpath
 from typing import Any
 
+from verification.ci_bookkeeping import bookkeeping, not_checked
 from verification.ci_steps import (
     command_line,
     commands,
@@ -76,7 +79,7 @@ from verification.expressions import (
 from verification.filter_patterns import admits
 from verification.globs import compile_glob
 from verification.manifests import mapping
-from verification.model import UnverifiedStep
+from verification.model import BookkeepingStep, UnverifiedStep
 from verification.scripts import TaskResolver, line_uses
 from verification.tools import ToolUse
 from verification.workflows import (
@@ -202,6 +205,7 @@ class CiJob:
     checks: list[CiCheck] = field(default_factory=list)
     installs: list[CiInstall] = field(default_factory=list)
     unverified: list[UnverifiedStep] = field(default_factory=list)
+    bookkeeping: list[BookkeepingStep] = field(default_factory=list)  # steps that are no checks
     # The artifacts its steps upload: name -> the path uploaded (one path, no wildcard).
     uploads: dict[str, str] = field(default_factory=dict)
     # The folders of the local composite actions whose steps it plans (nested ones too).
@@ -440,6 +444,9 @@ class _WorkflowReader:
             if isinstance(made, UnverifiedStep):
                 entry.unverified.append(made)
                 continue
+            if isinstance(made, BookkeepingStep):
+                entry.bookkeeping.append(made)
+                continue
             if made is None:
                 continue
             if isinstance(made, CiInstall):
@@ -577,9 +584,10 @@ class _WorkflowReader:
 
     def _run_step(self, step: Step, label: str, key: str, contexts: dict[str, Value],
                   env: dict[str, Value], defaults: Defaults
-                  ) -> UnverifiedStep | CiInstall | _Made | None:
+                  ) -> UnverifiedStep | BookkeepingStep | CiInstall | _Made | None:
         """A `run:` step as what a check is made of, a `CiInstall`, None for host
-        preparation, or why it is skipped; `defaults` are the `defaults.run` that apply."""
+        preparation, why bookkeeping is no check, or why it is skipped; `defaults` are the
+        `defaults.run` that apply."""
         def skipped(reason: str) -> UnverifiedStep:
             return UnverifiedStep(self.path, key, label, reason)
 
@@ -625,6 +633,9 @@ class _WorkflowReader:
             return skipped("rewrites the files it checks (--fix, --write): not verification")
         if what == "host":
             return None
+        if what == "bookkeeping":
+            return BookkeepingStep(self.path, key, label,
+                                   not_checked(bookkeeping(script, uses) or frozenset()))
         root = needs_root(script) if what == "check" else None
         if root is not None:
             return skipped(f"runs {root!r} as root: the sandbox has no root")

@@ -7,14 +7,17 @@ command by command (lines, `\\` continuations joined, comments and blank lines d
   upload`, `docker push`, `gh release`, `git push`, ...): not verification, never run.
 - **fix**: it rewrites the files it looks at (`--fix`, `--write`): it would pass where the
   check fails, so it is no verification either.
+- **bookkeeping**: every command only writes the workflow's own files (`echo ... >>
+  $GITHUB_OUTPUT`, `$GITHUB_ENV`, `$GITHUB_PATH`, `$GITHUB_STEP_SUMMARY`) or its log
+  (`ci_bookkeeping`): it passes whatever the change is, so it is no check.
 - **install**: every command installs the project's dependencies (`pnpm install`, `npm ci`,
   `yarn install`, `uv sync`, `pip install -e .`, `pip install -r requirements.txt`, `poetry
   install`, `cargo fetch`, `go mod download`) or prepares the host (below), and one at least
   installs: it becomes the setup of its folder, with CI's own flags.
 - **host preparation**: every command installs a tool or configures the runner (`rustup`,
   `apt-get`, `curl`, `pip install tox`, `npm install -g`, `corepack enable`, `playwright
-  install`, `echo ... >> $GITHUB_ENV`, `git config`, `git clone`, `uv venv`, a bare `echo` or
-  `exit 0`): like a toolchain action, not a check.
+  install`, `git config`, `git clone`, `uv venv`, `exit 0`, and bookkeeping among them):
+  like a toolchain action, not a check.
 - **check**: anything else, run as CI runs it. Its kind (lint, format, typecheck, test, build,
   custom) and its ecosystems (from the tools its commands start with) come from the words of
   the script and the step's name.
@@ -28,10 +31,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from verification.ci_bookkeeping import bookkeeping
 from verification.tools import ToolUse, kinds
 from verification.workspaces import Ecosystem
 
-StepRole = Literal["publish", "fix", "install", "host", "check"]
+StepRole = Literal["publish", "bookkeeping", "fix", "install", "host", "check"]
 
 _NODE, _PY, _GO, _RUST = Ecosystem.NODE, Ecosystem.PYTHON, Ecosystem.GO, Ecosystem.RUST
 
@@ -155,6 +159,8 @@ def role(script: str, name: str | None, uses: Sequence[ToolUse] = ()) -> StepRol
         return "publish"
     if not lines:
         return "host"
+    if bookkeeping(script, uses) is not None:
+        return "bookkeeping"
     if any(_FIXES.search(line) for line in lines) or any(use.writes for use in uses):
         return "fix"
     installs = [line for line in lines if install_ecosystem(line) is not None]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plumbing.files import printable_path
-from verification.model import Plan, PlannedCheck
+from verification.model import BookkeepingStep, Plan, PlannedCheck
 
 # The message for a change that needs verifying and that no planned check covers.
 NOTHING_VERIFIES = "nothing verifies this change"
@@ -48,6 +48,8 @@ class Explanation:
     files: tuple[FileCoverage, ...]
     skipped: dict[str, str]  # manifest folders that are not workspaces, and why
     names: dict[str, str] = field(default_factory=dict)
+    # CI steps that only do their workflow's bookkeeping: no checks, so not planned.
+    bookkeeping: tuple[BookkeepingStep, ...] = ()
 
     def label(self, workspace: str) -> str:
         """A workspace as a reader knows it: its declared name and its folder."""
@@ -100,6 +102,7 @@ class Explanation:
             "not_workspaces": dict(sorted(self.skipped.items())),
             "unverified": list(self.plan.unverified),
             "unverified_steps": [step.to_dict() for step in self.plan.unverified_steps],
+            "bookkeeping_steps": [step.to_dict() for step in self.bookkeeping],
         }
 
 
@@ -159,7 +162,8 @@ def run_order(plan: Plan) -> list[list[str]]:
 def render_text(explanation: Explanation) -> str:
     """The explanation as lines for a terminal: per package, its checks and why (packages
     planned for the same reasons under one heading), the commands once each, the setups,
-    what covers each changed file, then the CI steps not run here."""
+    what covers each changed file, then the CI steps not run here and those that are no
+    checks."""
     plan = explanation.plan
     packages = explanation.packages()
     lines = [f"plan {plan.sha256[:12]}: {len(plan.checks)} checks in "
@@ -213,6 +217,12 @@ def render_text(explanation: Explanation) -> str:
                   for step in plan.unverified_steps[:SHOWN_STEPS]]
         if len(plan.unverified_steps) > SHOWN_STEPS:
             lines.append(f"  ... and {len(plan.unverified_steps) - SHOWN_STEPS} more")
+    if explanation.bookkeeping:
+        lines += ["", "CI steps that are no checks (not planned):"]
+        lines += [f"  {step.where}: {step.reason}"
+                  for step in explanation.bookkeeping[:SHOWN_STEPS]]
+        if len(explanation.bookkeeping) > SHOWN_STEPS:
+            lines.append(f"  ... and {len(explanation.bookkeeping) - SHOWN_STEPS} more")
     if explanation.skipped:
         lines += ["", "folders with a manifest that are not workspaces:"]
         skipped = sorted(explanation.skipped.items())

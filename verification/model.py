@@ -83,12 +83,36 @@ class UnverifiedStep:
     @property
     def where(self) -> str:
         """The step as a reader finds it: `file`, `file job`, `file job: step`."""
-        job = f" job {self.job}" if self.job else ""
-        return f"{self.workflow}{job}" + (f": {self.step}" if self.step else "")
+        return step_where(self.workflow, self.job, self.step)
 
     def to_dict(self) -> dict[str, str]:
         return {"workflow": self.workflow, "job": self.job, "step": self.step,
                 "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class BookkeepingStep:
+    """A CI step that only does its workflow's bookkeeping (`ci_bookkeeping`: it writes
+    `$GITHUB_OUTPUT` and the like): no check, so not planned. Unlike an `UnverifiedStep` it
+    leaves nothing unverified: only `--explain` lists it, never the plan."""
+
+    workflow: str
+    job: str
+    step: str
+    reason: str
+
+    @property
+    def where(self) -> str:
+        return step_where(self.workflow, self.job, self.step)
+
+    def to_dict(self) -> dict[str, str]:
+        return {"workflow": self.workflow, "job": self.job, "step": self.step,
+                "reason": self.reason}
+
+
+def step_where(workflow: str, job: str, step: str) -> str:
+    """A CI step as a reader finds it: `file`, `file job`, `file job: step`."""
+    return f"{workflow}{f' job {job}' if job else ''}" + (f": {step}" if step else "")
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,14 @@ from verification.explain import Explanation, FileCoverage
 from verification.graph import DependencyGraph, build_graph
 from verification.index import RepoIndex, is_below, is_workflow_file, join, relative, shapes_plan
 from verification.manifests import Manifests, mapping
-from verification.model import Plan, PlannedCheck, PlannedWorkspace, UnverifiedStep, shown
+from verification.model import (
+    BookkeepingStep,
+    Plan,
+    PlannedCheck,
+    PlannedWorkspace,
+    UnverifiedStep,
+    shown,
+)
 from verification.node_runner import loads_build_output
 from verification.runners import Runners, narrow_cargo, widen_cargo
 from verification.select import (
@@ -211,7 +218,8 @@ def _plan_tree(changed: list[str], tree: Tree, config: VerifyConfig, *, base: Tr
         assembly.add_needs(graph or build_graph(layout, manifests))
     plan, reasons = assembly.finish(selection)
     return PlanResult(plan, Explanation(plan, reasons, _coverage(changed, selection, plan, reasons),
-                                        dict(layout.skipped), declared_names(layout, manifests)))
+                                        dict(layout.skipped), declared_names(layout, manifests),
+                                        tuple(dict.fromkeys(assembly.bookkeeping))))
 
 
 def task_lookup(layout: Layout, index: RepoIndex, manifests: Manifests) -> TaskLookup:
@@ -300,7 +308,9 @@ def _with_floor(floor: PlanResult, change: PlanResult, present: set[str]) -> Pla
                 steps)
     skipped = {**floor.explanation.skipped, **change.explanation.skipped}
     names = {**floor.explanation.names, **change.explanation.names}
-    return PlanResult(plan, Explanation(plan, reasons, files, skipped, names))
+    bookkeeping = tuple(dict.fromkeys((*floor.explanation.bookkeeping,
+                                       *change.explanation.bookkeeping)))
+    return PlanResult(plan, Explanation(plan, reasons, files, skipped, names, bookkeeping))
 
 
 def _within(checks: list[PlannedCheck]) -> tuple[PlannedCheck, ...]:
@@ -369,6 +379,7 @@ class _Assembly:
         self.needs: dict[str, tuple[str, ...]] = {}  # check key -> keys of the checks it needs
         self.ci: dict[str, tuple[CiCheck, CiJob]] = {}  # check key -> its CI step and job
         self.unverified_steps: list[UnverifiedStep] = []
+        self.bookkeeping: list[BookkeepingStep] = []  # CI steps that are no checks
         self._tasks: TaskGraph | None = None  # the turbo or Nx task graph, once read
         self._tasks_read = False
         # The pre-commit hooks that pre-commit installs from the network first (`add_hooks`).
@@ -482,6 +493,7 @@ class _Assembly:
                 self._add(check, None, because)
             if concerned:
                 self.unverified_steps += job.unverified
+                self.bookkeeping += job.bookkeeping
         pending = [key for key in self.ci if key in self.reasons]
         while pending:
             key = pending.pop()

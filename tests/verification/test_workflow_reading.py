@@ -112,14 +112,17 @@ def test_a_matrix_expands_in_githubs_order_with_exclude_and_include() -> None:
     ("python -m pip install -e .[test]", None, "install"), ("cargo fetch", None, "install"),
     ("rustup component add clippy", None, "host"), ("pip install tox", None, "host"),
     ("npm install -g pnpm@9", None, "host"), ("sudo apt-get install -y libxml2", None, "host"),
-    ('echo "DIR=$PWD" >> "$GITHUB_ENV"', None, "host"),
+    ('echo "DIR=$PWD" >> "$GITHUB_ENV"', None, "bookkeeping"),
+    ('echo "dir=$(pnpm store path)" >> $GITHUB_OUTPUT', None, "bookkeeping"),
+    ("rustup target add wasm32-wasip1\necho \"$HOME/.cargo/bin\" >> $GITHUB_PATH", None, "host"),
+    ("cargo test --all && echo ok >> $GITHUB_STEP_SUMMARY", None, "check"),
     ("npm publish --provenance", None, "publish"), ("twine upload dist/*", None, "publish"),
     ("pnpx pkg-pr-new publish --compact", None, "publish"),
     ("make dist", "Deploy the docs", "publish"),
     ("pnpm run lint --fix", None, "fix"),
     ("pnpm install\npnpm test", None, "check"), ("cargo test --workspace", None, "check"),
 ])  # fmt: skip
-def test_a_run_script_is_an_install_host_preparation_a_release_or_a_check(
+def test_a_run_script_is_an_install_host_preparation_bookkeeping_a_release_or_a_check(
     script: str, name: str | None, expected: str,
 ) -> None:
     assert role(script, name, uses(script)) == expected
