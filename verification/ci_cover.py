@@ -8,9 +8,10 @@ Pure. Two questions, answered from the selection (`select.py`) and the layout:
   workspace the change selects (dependents included) when that workspace lies below the
   check's folder or holds it, and the check's tools are of that file's ecosystem (a
   `cargo test` step covers no Python file); a tool's config only the checks running that
-  tool; a workflow file, pre-commit config or root Makefile only the checks running it; a
-  local composite action's files (its `action.yml`, what its folder holds) every check of a
-  job that plans its steps; a file in no workspace the checks of its folder and language;
+  tool; a workflow file or pre-commit config only the checks running it, a root Makefile
+  those whose `make` reads it (where they run, or through an include); a local composite
+  action's files (its `action.yml`, what its folder holds) every check of a job that plans
+  its steps; a file in no workspace the checks of its folder and language;
   `.github/ratchet.yml` every check.
 - **Which detected check a CI check duplicates** (`duplicated_by`): the same command in the
   same folder; a package script the CI step runs (`pnpm run lint` there, `pnpm -r lint`,
@@ -25,7 +26,7 @@ Pure. Two questions, answered from the selection (`select.py`) and the layout:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from posixpath import splitext
 
 from verification.checks import DetectedCheck
@@ -36,6 +37,8 @@ from verification.workflows import action_files
 from verification.workspaces import Ecosystem, Layout
 
 Steps = tuple[str, ...]
+# The Makefiles the `make` of a shell line run in a folder reads (`TaskLookup.makefiles`).
+Makefiles = Callable[[str, str], frozenset[str]]
 
 # The ecosystem of a source file by its extension, for a file no workspace holds.
 _EXTENSIONS = {
@@ -47,9 +50,11 @@ _EXTENSIONS = {
 }  # fmt: skip
 
 
-def covering(job: CiJob, check: CiCheck, selection: Selection, layout: Layout
-             ) -> dict[str, Steps]:
-    """The changed files `check` covers, each with the steps from it (for `--explain`)."""
+def covering(job: CiJob, check: CiCheck, selection: Selection, layout: Layout, *,
+             makefiles: Makefiles | None = None) -> dict[str, Steps]:
+    """The changed files `check` covers, each with the steps from it (for `--explain`);
+    `makefiles` gives the Makefiles a script's `make` reads in a folder
+    (`TaskLookup.makefiles`): a root Makefile is covered by the checks reading it."""
     because: dict[str, Steps] = {}
     trigger = f"{job.workflow} runs on {job.event}" + (
         " (its paths name it)" if job.explicit else "")
@@ -57,17 +62,22 @@ def covering(job: CiJob, check: CiCheck, selection: Selection, layout: Layout
         status = selection.files.get(file)
         if status is None or status.kind in ("ignored", "documentation"):
             continue
-        if _concerns(job, check, file, status.kind, selection, layout):
+        if _concerns(job, check, file, status.kind, selection, layout, makefiles):
             because[file] = (trigger, f"job {job.key}, step {check.step!r}", *check.notes)
     return because
 
 
 def _concerns(job: CiJob, check: CiCheck, file: str, kind: str, selection: Selection,
-              layout: Layout) -> bool:
+              layout: Layout, makefiles: Makefiles | None) -> bool:
     if kind == "global" or _runs_action(job, file):
         return True
     if kind == "runs":
-        return job.explicit or re.search(selection.runs[file].pattern, check.script) is not None
+        runs = selection.runs[file]
+        if job.explicit:
+            return True
+        if runs.read_by_make and makefiles is not None:
+            return file in makefiles(check.script, check.folder)
+        return re.search(runs.pattern, check.script) is not None
     if kind == "unowned":
         return job.explicit  # no tool reads it: only a workflow whose paths name it
     if job.explicit:

@@ -55,6 +55,7 @@ from verification.node_runner import loads_build_output
 from verification.runners import Runners, narrow_cargo, widen_cargo
 from verification.select import (
     LOCKFILES,
+    Runs,
     Selection,
     is_documentation,
     is_global_file,
@@ -411,7 +412,13 @@ class _Assembly:
                 self._add(check, detected, {
                     file: (f"{check.command!r} runs {runs.what}",)
                     for file, runs in selection.runs.items()
-                    if re.search(runs.pattern, text)})
+                    if self._runs(file, runs, text, check.workspace)})
+
+    def _runs(self, file: str, runs: Runs, text: str, folder: str) -> bool:
+        """Whether a check's command (`text`, run in `folder`) runs the changed `file`."""
+        if runs.read_by_make and self.runners.tasks is not None:
+            return file in self.runners.tasks.makefiles(text, folder)
+        return re.search(runs.pattern, text) is not None
 
     def _runs_text(self, check: PlannedCheck, detected: DetectedCheck | None) -> str:
         """What a check's command runs, as text: a package script's body too (`pnpm run test`
@@ -468,6 +475,7 @@ class _Assembly:
 
         self.unverified_steps += ci.problems
         timeout = float(self.config.timeout)
+        makefiles = self.runners.tasks.makefiles if self.runners.tasks is not None else None
         by_id: dict[str, str] = {}
         for job in ci.jobs:
             concerned = not job.checks and not self._configures(job.folder)
@@ -477,7 +485,7 @@ class _Assembly:
                 if self.installed_hooks and _PRE_COMMIT_RUN.search(ci_check.script):
                     # Offline, `pre-commit run` fails installing them: the hooks are planned
                     # from the config instead (`add_hooks`), those it installs listed.
-                    if covering(job, ci_check, selection, self.layout):
+                    if covering(job, ci_check, selection, self.layout, makefiles=makefiles):
                         self.unverified_steps.append(UnverifiedStep(
                             job.workflow, job.key, ci_check.step,
                             f"runs pre-commit, which first installs {len(self.installed_hooks)}"
@@ -488,7 +496,7 @@ class _Assembly:
                                      ci_check.command, timeout, None)
                 by_id[ci_check.key] = check.key
                 self.ci[check.key] = (ci_check, job)
-                because = covering(job, ci_check, selection, self.layout)
+                because = covering(job, ci_check, selection, self.layout, makefiles=makefiles)
                 concerned = concerned or bool(because)
                 self._add(check, None, because)
             if concerned:

@@ -5,8 +5,9 @@ Pure. Each changed file is classified, in this order:
 1. `ignored`: `.github/ratchet.yml` declares it unverified on purpose (`verify.ignore`).
 2. `global`: the Ratchet config and `.tool-versions` shape every build: every workspace.
    `runs`: a CI file (`.github/workflows/`, ...), the root `.pre-commit-config.yaml`,
-   `Makefile` or `justfile`, a `turbo.json` or `nx.json` is verified only by the checks whose
-   command runs it (actionlint or zizmor, pre-commit and the hooks it declares, make, just,
+   `Makefile` (`GNUmakefile`) or `justfile`, a `turbo.json` or `nx.json` is verified only by
+   the checks whose command runs it (actionlint or zizmor, pre-commit and the hooks it
+   declares, a make reading that very Makefile where it runs or through an include, just,
    turbo, nx); with none, it is listed as unverified, saying so.
 3. `documentation`: Markdown, reST, licences... outside test folders (a Markdown file under
    `tests/` or `fixtures/` is a test input, so it counts as code). `unowned`: a file no tool
@@ -82,6 +83,9 @@ class Runs:
     what: str
     pattern: str
     nothing: str  # why nothing verifies it, when no check's command matches
+    # A root Makefile: only the checks whose `make` reads this very file (where they run, or
+    # through an include) verify it (`TaskLookup.makefiles`), not every check running make.
+    read_by_make: bool = False
 
 
 _WORKFLOW = Runs("a workflow file", r"\b(actionlint|zizmor)\b",
@@ -90,8 +94,9 @@ _WORKFLOW = Runs("a workflow file", r"\b(actionlint|zizmor)\b",
 RUN_ROOT_FILES = {
     ".pre-commit-config.yaml": Runs("the pre-commit config", r"\b(pre-commit|prek)\b",
                                     "a pre-commit config: no check runs its hooks"),
-    "Makefile": Runs("the root Makefile", r"(^|[;&|(]\s*)make\b",
-                     "the root Makefile: no check runs make"),
+    **{name: Runs(f"the root {name}", r"(^|[;&|(]\s*)make\b",
+                  f"the root {name}: no check runs make with it", read_by_make=True)
+       for name in ("GNUmakefile", "makefile", "Makefile")},
     "Justfile": Runs("the root Justfile", r"(^|[;&|(]\s*)just\b",
                      "the root Justfile: no check runs just"),
     "justfile": Runs("the root justfile", r"(^|[;&|(]\s*)just\b",

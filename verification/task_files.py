@@ -128,6 +128,21 @@ def makefile_tasks(text: str) -> TaskFile:
     return TaskFile("make", tasks, (default,) if default in tasks else ())
 
 
+_MAKE_INCLUDE = re.compile(r"^(?:-include|sinclude|include)\s+(.*)$")
+
+
+def makefile_includes(text: str) -> tuple[str, ...]:
+    """The files a Makefile includes (`include common.mk`, `-include ../Makefile`), as
+    written: relative to the folder make runs in. A name holding a variable or a wildcard is
+    left out: planning does not expand it."""
+    found: list[str] = []
+    for line in _joined_lines(text[:MAX_TASK_FILE]):
+        directive = _MAKE_INCLUDE.match(line.split("#", 1)[0].strip())
+        if directive is not None and not line.startswith("\t"):  # not a recipe's line
+            found += [w for w in directive.group(1).split() if not re.search(r"[$*?\[]", w)]
+    return tuple(dict.fromkeys(found))
+
+
 def _make_line(recipe: str, variables: Mapping[str, str]) -> str:
     line = recipe.lstrip("@-+ \t")
     for _ in range(4):  # variables holding variables, a few levels deep

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from verification.commandline import Command
+from verification.commandline import Command, commands
 from verification.scripts import line_uses
 from verification.tools import ToolUse
 
@@ -31,6 +31,8 @@ RUNNER_FILES = {
 TASK_FILE_NAMES = frozenset(name for names in RUNNER_FILES.values() for name in names)
 # Deepest chain of task runners calling task runners that is followed.
 MAX_DEPTH = 8
+# Makefiles read for one line, its includes' includes at most: a planted chain stops there.
+MAX_MAKEFILES = 32
 
 # Options of each runner that take a value (so the value is not read as a task).
 _VALUED = {
@@ -154,6 +156,34 @@ class TaskLookup:
                 uses += self.line_uses(line, where, depth + 1)
         self._read[key] = tuple(dict.fromkeys(uses))  # each use once: the reading stays small
         return list(self._read[key])
+
+    def makefiles(self, line: str, folder: str) -> frozenset[str]:
+        """The Makefiles (repository paths) the `make` commands of a shell line run in
+        `folder` read: the one make picks where it runs (`cd`, `-C`; GNUmakefile, makefile,
+        Makefile, or `-f`'s), and those it includes, literally named. A Makefile of another
+        folder is another file: a root Makefile's change concerns only the checks reading it."""
+        from verification import task_files
+
+        pending: list[tuple[str, str]] = []  # (a makefile's path, the folder make runs in)
+        for command in commands(line):
+            program, args = _runner_of(command)
+            if program != "make":
+                continue
+            where = _joined(_joined(folder, command.cwd),
+                            _option(args, ("-C", "--directory")) or ".")
+            named = _option(args, ("-f", "--file", "--makefile"))
+            picked = [named] if named else [n for n in RUNNER_FILES["make"] if self.has(where, n)]
+            pending += [(_joined(where, picked[0]), where)] if picked else []
+        read: set[str] = set()
+        while pending and len(read) < MAX_MAKEFILES:
+            path, where = pending.pop()
+            if path in read:
+                continue
+            read.add(path)
+            text = self.read(path) or ""
+            pending += [(_joined(where, name), where)
+                        for name in task_files.makefile_includes(text)]
+        return frozenset(read)
 
     def line_uses(self, line: str, folder: str, depth: int = 0) -> list[ToolUse]:
         """The tools a shell line run in `folder` runs, through the package scripts and the

@@ -329,6 +329,63 @@ def test_a_ci_step_running_make_is_read_through_the_makefile(
     assert "job lint, step 'make lint'" in render_text(lint.explanation)
 
 
+# A root Makefile driving the Go module, a tools module with its own Makefile, and an example
+# whose Makefile includes the root's common rules (prometheus's `include ../../Makefile.common`).
+MAKE_CI = """\
+on: [pull_request]
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - run: make test
+      - run: make -C tools lint
+      - name: Tools tests
+        run: cd tools && make test
+  example:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - run: make check
+        working-directory: example
+"""
+
+
+def test_a_root_makefile_change_plans_the_checks_whose_make_reads_it(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    """The root Makefile is the file `make` reads at the root, and wherever a Makefile
+    includes it; `make -C tools` and `cd tools && make` read tools/Makefile, another file, so
+    a root Makefile change does not plan them (it planned every check running make)."""
+    root = make_repo({
+        "go.mod": "module example.com/app\n\ngo 1.23\n", "main.go": "package main\n",
+        "Makefile": GO_MAKEFILE,
+        "tools/Makefile": ".PHONY: lint test\nlint:\n\tgolangci-lint run ./...\n"
+                          "test:\n\tgo test ./...\n",
+        "example/Makefile": "include ../Makefile\n\ncheck: test\n",
+        ".github/workflows/ci.yml": MAKE_CI,
+    })  # fmt: skip
+    changed = planned(root, "Makefile")
+    assert sorted(c.key for c in changed.plan.checks) == ["ci.test.make-test",
+                                                          "example:ci.example.make-check"]
+    assert changed.plan.unverified == ()
+
+
+def test_the_makefiles_a_make_command_reads() -> None:
+    """make picks GNUmakefile, then makefile, then Makefile in the folder it runs in (`cd`,
+    `-C`), or the file `-f` names, and reads what those include (literal names only)."""
+    files = {"GNUmakefile": "include Makefile common/*.mk $(TOOLS)/x.mk\n", "Makefile": "",
+             "sub/Makefile": "-include ../rules.mk\n", "rules.mk": "", "ci.mk": ""}
+    tasks = lookup(files)
+    assert tasks.makefiles("make test", ".") == {"GNUmakefile", "Makefile"}
+    assert tasks.makefiles("cd sub && make", ".") == {"sub/Makefile", "rules.mk"}
+    assert tasks.makefiles("make -C sub lint", ".") == {"sub/Makefile", "rules.mk"}
+    assert tasks.makefiles("make lint", "sub") == {"sub/Makefile", "rules.mk"}
+    assert tasks.makefiles("make -f ci.mk test", ".") == {"ci.mk"}
+    assert tasks.makefiles("make -C docs html", ".") == frozenset()  # no Makefile there
+    assert tasks.makefiles("pytest -q", ".") == frozenset()
+
+
 TURBO_CI = """\
 name: CI
 on: [pull_request]
