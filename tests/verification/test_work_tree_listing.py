@@ -10,12 +10,11 @@ from pathlib import Path
 
 from tests.gitrepo import GIT_ENV, commit_all, git, make_repo
 from verification.revisions import open_repository, start_change
+from verification.tree import GitTree
 
 
-def test_a_conflicted_path_is_listed_once_and_untracked_files_are_changed(
-    tmp_path: Path,
-) -> None:
-    root = tmp_path / "repo"
+def _conflicted(root: Path) -> str:
+    """A repository whose `app.py` is unmerged (one index entry per stage); its base commit."""
     base = make_repo(root, {"app.py": "x = 0\n", "? q.txt": "tracked\n", "d/? r.txt": "t\n"})
     git(root, "checkout", "-q", "-b", "other")
     (root / "app.py").write_text("x = 1\n")
@@ -29,7 +28,14 @@ def test_a_conflicted_path_is_listed_once_and_untracked_files_are_changed(
     assert git(root, "ls-files", "app.py").splitlines() == ["app.py"] * 3
     (root / "d" / "new.py").write_text("y = 1\n")  # untracked
     (root / "? s.txt").write_text("untracked too\n")
+    return base
 
+
+def test_a_conflicted_path_is_listed_once_and_untracked_files_are_changed(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "repo"
+    base = _conflicted(root)
     repo = open_repository(root)
     with start_change(repo, base, None) as pending:
         changed, listing = pending.result()
@@ -37,3 +43,10 @@ def test_a_conflicted_path_is_listed_once_and_untracked_files_are_changed(
     assert sorted(listing) == ["? q.txt", "? s.txt", "app.py", "d/? r.txt", "d/new.py"]
     # Tracked names that look like git's untracked tag are not taken for untracked files.
     assert changed == ["? s.txt", "app.py", "d/new.py"]
+
+
+def test_a_git_tree_lists_a_conflicted_path_once(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    _conflicted(root)
+    listing = list(GitTree.discover(root).paths())
+    assert sorted(listing) == ["? q.txt", "? s.txt", "app.py", "d/? r.txt", "d/new.py"]
