@@ -80,6 +80,12 @@ def node_dependencies(package: dict[str, Any]) -> dict[str, str]:
     return found
 
 
+def declares(package: dict[str, Any], name: str) -> bool:
+    """True when `name` is among `node_dependencies(package)`, without gathering them all."""
+    return any(isinstance(mapping(package.get(field)).get(name), str)
+               for field in NODE_DEPENDENCY_FIELDS)
+
+
 def normalize_python_name(name: str) -> str:
     """PEP 503 normalization: `Foo_Bar.baz` and `foo-bar-baz` name the same project."""
     return re.sub(r"[-_.]+", "-", name).lower()

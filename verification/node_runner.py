@@ -14,7 +14,7 @@ from posixpath import dirname, normpath
 
 from verification.checks import DetectedCheck
 from verification.index import RepoIndex, join
-from verification.manifests import Manifests, mapping, node_dependencies
+from verification.manifests import Manifests, declares, mapping, node_dependencies
 from verification.scripts import Script, TaskResolver, checks_of
 from verification.workspaces import Ecosystem, Layout
 
@@ -56,13 +56,15 @@ def node_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: Man
     and its test runner's config when no test script names one."""
     package = manifests.json(join(workspace, "package.json"))
     manager = package_manager(workspace, layout, index, manifests)
-    plugins = _eslint_runs(workspace, layout, manifests)
     scripts = mapping(package.get("scripts"))
+    found = checks_of(scripts, tasks=tasks)
+    plugins = (_eslint_runs(workspace, layout, manifests)
+               if any("eslint" in script.tools for script in found) else frozenset())
     checks = [
         DetectedCheck(check_id(script.name), script.kind, f"{manager} run {script.name}",
                       Ecosystem.NODE, script.tools | plugins if "eslint" in script.tools
                       else script.tools, script.name, fans_out=_fans_out(script, scripts))
-        for script in checks_of(scripts, tasks=tasks)
+        for script in found
     ]
     if not any(check.kind == "test" for check in checks):
         runner = _configured_runner(workspace, index, package)
@@ -77,9 +79,9 @@ def _eslint_runs(workspace: str, layout: Layout, manifests: Manifests) -> frozen
     with `eslint-plugin-prettier`, eslint runs prettier and reads its config."""
     root = layout.install_root(workspace, Ecosystem.NODE) if workspace in layout.workspaces else (
         workspace)
-    declared = {name for folder in {workspace, root}
-                for name in node_dependencies(manifests.json(join(folder, "package.json")))}
-    return frozenset(tool for plugin, tool in _ESLINT_PLUGINS if plugin in declared)
+    packages = [manifests.json(join(folder, "package.json")) for folder in {workspace, root}]
+    return frozenset(tool for plugin, tool in _ESLINT_PLUGINS
+                     if any(declares(package, plugin) for package in packages))
 
 
 def check_id(script: str) -> str:

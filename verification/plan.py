@@ -383,6 +383,10 @@ class _Assembly:
         self.bookkeeping: list[BookkeepingStep] = []  # CI steps that are no checks
         self._tasks: TaskGraph | None = None  # the turbo or Nx task graph, once read
         self._tasks_read = False
+        # Each workspace's checks, and whether its package loads its build output, once
+        # asked: planning a monorepo asks for a dependency's many times.
+        self._planned: dict[str, tuple[tuple[PlannedCheck, DetectedCheck | None], ...]] = {}
+        self._loads_build: dict[str, bool] = {}
         # The pre-commit hooks that pre-commit installs from the network first (`add_hooks`).
         self.installed_hooks: tuple[str, ...] = ()
 
@@ -530,31 +534,33 @@ class _Assembly:
         ones follow `_detected_needs`. A need that would close a cycle (two packages
         depending on each other) is left out: one of their builds must go first anyway."""
         configured = self.config.needs_keys()
-        pending = deque(check for entries in self.checks.values() for check, _ in entries)
+        pending = deque(entry for entries in self.checks.values() for entry in entries)
         while pending:
-            check = pending.popleft()
-            if check.key in self.needs or check.key in self.ci:
+            check, detected = pending.popleft()
+            key = check.key
+            if key in self.needs or key in self.ci:
                 continue
             if check.workspace in self.configured:
-                wanted = configured.get(check.key, [])
+                wanted = configured.get(key, [])
             else:
-                wanted = self._detected_needs(check, graph)
-            for key in wanted:
-                needed = self._check(key)
+                wanted = self._detected_needs(check, detected, graph)
+            for need in wanted:
+                needed = self._check(need)
                 if needed is not None and needed[0].key not in self.reasons:
-                    step = f"{check.key} needs it to pass first"
-                    because = {f: (*s, step) for f, s in self.reasons.get(check.key, {}).items()}
+                    step = f"{key} needs it to pass first"
+                    because = {f: (*s, step) for f, s in self.reasons.get(key, {}).items()}
                     self._add(*needed, because)
-                    pending.append(needed[0])
-            self.needs[check.key] = tuple(wanted)
+                    pending.append(needed)
+            self.needs[key] = tuple(wanted)
         self.needs = _without_cycles(self.needs)
 
-    def _detected_needs(self, check: PlannedCheck, graph: DependencyGraph) -> list[str]:
+    def _detected_needs(self, check: PlannedCheck, detected: DetectedCheck | None,
+                        graph: DependencyGraph) -> list[str]:
         """A build, typecheck or test of a workspace needs the build of each Node package it
         loads through that package's build output (`loads_build_output`): the workspaces it
         depends on, and for a test its own package too. A task graph's `dependsOn` (turbo,
         Nx) adds what it declares: `^build` the build of each dependency, `build` its own."""
-        found = self._declared_needs(check, graph)
+        found = self._declared_needs(check, detected, graph)
         if check.kind not in ("build", "typecheck", "test"):
             return found
         folders = graph.dependencies(check.workspace)
@@ -565,10 +571,10 @@ class _Assembly:
                   if built.kind == "build" and built.key != check.key]
         return list(dict.fromkeys(found))
 
-    def _declared_needs(self, check: PlannedCheck, graph: DependencyGraph) -> list[str]:
-        """The checks a turbo or Nx task graph says `check`'s task needs first."""
-        detected = next((d for c, d in self.checks.get(check.workspace, ()) if c.key == check.key),
-                        None)
+    def _declared_needs(self, check: PlannedCheck, detected: DetectedCheck | None,
+                        graph: DependencyGraph) -> list[str]:
+        """The checks a turbo or Nx task graph says `check`'s task (`detected`'s) needs
+        first."""
         if detected is None or detected.task is None or detected.ecosystem is not Ecosystem.NODE:
             return []
         tasks = self._task_graph()
@@ -600,10 +606,14 @@ class _Assembly:
         return self._tasks
 
     def _built_before_loading(self, folder: str) -> bool:
-        workspace = self.layout.workspaces.get(folder)
-        return (folder not in self.configured and workspace is not None
+        found = self._loads_build.get(folder)
+        if found is None:
+            workspace = self.layout.workspaces.get(folder)
+            found = self._loads_build[folder] = (
+                folder not in self.configured and workspace is not None
                 and Ecosystem.NODE in workspace.ecosystems
                 and loads_build_output(folder, self.runners.manifests))
+        return found
 
     def _check(self, key: str) -> tuple[PlannedCheck, DetectedCheck | None] | None:
         workspace, _, check_id = key.rpartition(":")
@@ -646,10 +656,12 @@ class _Assembly:
             for path in sorted(setups)
             if path in self.checks or setups[path]
         )
+        # Made whole, not through `dataclasses.replace`: it costs thrice as much, per check.
         planned = [
-            replace(check, needs=self.needs.get(check.key, ()),
-                    setups=self._setups(check, uses, setups),
-                    writes=(check.workspace,) if check.kind == "build" else ())
+            PlannedCheck(check.id, check.workspace, check.kind, check.command, check.timeout,
+                         check.junit, needs=self.needs.get(check.key, ()),
+                         setups=self._setups(check, uses, setups),
+                         writes=(check.workspace,) if check.kind == "build" else ())
             for check in planned
         ]
         plan = Plan(workspaces, _within(planned), self.config.concurrency)
@@ -739,13 +751,20 @@ class _Assembly:
                                    for file, steps in self.reasons[check.key].items()}
         return replace(check, command=command)
 
-    def _workspace_checks(self, workspace: str) -> list[tuple[PlannedCheck, DetectedCheck | None]]:
-        if workspace in self.configured:
-            entry = self.configured[workspace]
-            return [(_configured_check(workspace, c, self.config), None) for c in entry.checks]
-        timeout = float(self.config.timeout)
-        return [(PlannedCheck(d.id, workspace, d.kind, d.command, timeout, None), d)
-                for d in self.runners.checks(workspace)]
+    def _workspace_checks(self, workspace: str
+                          ) -> tuple[tuple[PlannedCheck, DetectedCheck | None], ...]:
+        found = self._planned.get(workspace)
+        if found is None:
+            if workspace in self.configured:
+                entry = self.configured[workspace]
+                found = tuple((_configured_check(workspace, c, self.config), None)
+                              for c in entry.checks)
+            else:
+                timeout = float(self.config.timeout)
+                found = tuple((PlannedCheck(d.id, workspace, d.kind, d.command, timeout, None), d)
+                              for d in self.runners.checks(workspace))
+            self._planned[workspace] = found
+        return found
 
     def _add(self, check: PlannedCheck, detected: DetectedCheck | None,
              because: dict[str, tuple[str, ...]]) -> None:

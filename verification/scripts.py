@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from functools import lru_cache
 
 from verification.commandline import Command, commands
 from verification.tools import WATCHING, ToolUse, classify
@@ -84,6 +85,16 @@ class Script:
 
 
 @dataclass(frozen=True)
+class _Line:
+    """What a script's body runs, whichever package's it is."""
+
+    commands: tuple[Command, ...]
+    idle: bool  # runs nothing (an `echo` placeholder)
+    elsewhere: bool  # runs only in other folders (`cd packages/app && pnpm test`)
+    watches: bool  # runs until stopped (`jest --watch`)
+
+
+@dataclass(frozen=True)
 class _Reading:
     uses: tuple[ToolUse, ...]
     calls: tuple[str, ...]
@@ -100,13 +111,11 @@ def checks_of(scripts: Mapping[str, object], *,
               if isinstance(name, str) and isinstance(body, str)}
     readings = {name: _read(body, bodies, tasks) for name, body in bodies.items()}
     candidates: list[Script] = []
-    for kind, names in SCRIPT_NAMES.items():
-        for name in names:
-            if name not in bodies:
-                continue
-            script = _script(name, kind, bodies, readings)
-            if script is not None:
-                candidates.append(script)
+    # In `SCRIPT_NAMES` order (a name is listed once there).
+    for name in sorted((n for n in bodies if n in _ORDER), key=_ORDER.__getitem__):
+        script = _script(name, _KIND_OF_NAME[name], bodies, readings)
+        if script is not None:
+            candidates.append(script)
     closures = {s.name: _closure(s.name, readings) for s in candidates}
     called = {c for s in candidates for c in closures[s.name]
               if c != s.name and s.name not in closures.get(c, ())}  # a cycle drops neither
@@ -194,8 +203,8 @@ def _read(body: str, scripts: Mapping[str, str], tasks: TaskResolver | None = No
           ) -> _Reading:
     uses: list[ToolUse] = []
     calls: list[str] = []
-    found = commands(body)
-    for command in found:
+    line = _line(body)
+    for command in line.commands:
         called = _calls(command, scripts)
         if called is None:
             through = tasks(command) if tasks is not None else None
@@ -205,10 +214,16 @@ def _read(body: str, scripts: Mapping[str, str], tasks: TaskResolver | None = No
                 uses.append(use)
         else:
             calls += called
-    return _Reading(tuple(uses), tuple(calls),
-                    bool(found) and all(c.program in _NOTHING for c in found),
-                    bool(found) and all(c.cwd != "." for c in found),
-                    any(WATCHING & set(c.args) for c in found))
+    return _Reading(tuple(uses), tuple(calls), line.idle, line.elsewhere, line.watches)
+
+
+@lru_cache(maxsize=4096)
+def _line(body: str) -> _Line:
+    """`body` read once: the packages of a monorepo repeat the same scripts."""
+    found = commands(body)
+    return _Line(tuple(found), bool(found) and all(c.program in _NOTHING for c in found),
+                 bool(found) and all(c.cwd != "." for c in found),
+                 any(WATCHING & set(c.args) for c in found))
 
 
 def _calls(command: Command, scripts: Mapping[str, str]) -> list[str] | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from verification.commandline import Command, commands
 
@@ -83,8 +84,10 @@ def tool_uses(line: str) -> list[ToolUse]:
     return [use for command in commands(line) if (use := classify(command)) is not None]
 
 
+@lru_cache(maxsize=4096)
 def classify(command: Command) -> ToolUse | None:
-    """The tool `command` runs and its kind, or None for a program of no known kind."""
+    """The tool `command` runs and its kind, or None for a program of no known kind (read
+    once per command: the packages of a monorepo repeat the same scripts)."""
     program, args = command.program.removesuffix(".exe"), set(command.args)
     first = next((a for a in command.args if not a.startswith("-") or a == "--test"), None)
     if WATCHING & args or (program, first) in _NOT_CHECKS:
