@@ -116,9 +116,12 @@ def _node_edges(layout: Layout, manifests: Manifests, graph: DependencyGraph) ->
         name = package.get("name")
         if isinstance(name, str):
             names.setdefault(name, []).append(path)
+    links: dict[str, bool] = {}  # install root -> `_links_by_version`, read once per root
     for path, package in packages.items():
         root = layout.install_root(path, Ecosystem.NODE)
-        by_version = _links_by_version(layout, root, manifests)
+        by_version = links.get(root)
+        if by_version is None:
+            by_version = links[root] = _links_by_version(layout, root, manifests)
         file = join(path, "package.json")
         for name, spec in sorted(node_dependencies(package).items()):
             reason = f'{file}: "{name}": "{spec}"'

@@ -13,6 +13,7 @@ import json
 import re
 import tomllib
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from verification.tree import Tree, read_texts
@@ -82,12 +83,17 @@ def node_dependencies(package: dict[str, Any]) -> dict[str, str]:
 
 def declares(package: dict[str, Any], name: str) -> bool:
     """True when `name` is among `node_dependencies(package)`, without gathering them all."""
-    return any(isinstance(mapping(package.get(field)).get(name), str)
-               for field in NODE_DEPENDENCY_FIELDS)
+    for field in NODE_DEPENDENCY_FIELDS:
+        table = package.get(field)
+        if isinstance(table, dict) and isinstance(table.get(name), str):
+            return True
+    return False
 
 
+@lru_cache(maxsize=4096)
 def normalize_python_name(name: str) -> str:
-    """PEP 503 normalization: `Foo_Bar.baz` and `foo-bar-baz` name the same project."""
+    """PEP 503 normalization: `Foo_Bar.baz` and `foo-bar-baz` name the same project (made
+    once per name: a monorepo's manifests name each other's projects)."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 

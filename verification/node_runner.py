@@ -10,6 +10,7 @@ install --immutable`) as the install root's setup.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from posixpath import dirname, normpath
 
 from verification.checks import DetectedCheck
@@ -84,9 +85,11 @@ def _eslint_runs(workspace: str, layout: Layout, manifests: Manifests) -> frozen
                      if any(declares(package, plugin) for package in packages))
 
 
+@lru_cache(maxsize=1024)
 def check_id(script: str) -> str:
     """The check id of a script: `node-` and its name, `:` and other characters a check key
-    or log name cannot hold as `-` (`test:unit` is `node-test-unit`)."""
+    or log name cannot hold as `-` (`test:unit` is `node-test-unit`). Made once per name:
+    the packages of a monorepo repeat theirs."""
     return "node-" + re.sub(r"[^A-Za-z0-9._-]+", "-", script).strip("-")
 
 

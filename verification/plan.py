@@ -731,8 +731,10 @@ class _Assembly:
                   selection: Selection) -> PlannedCheck:
         """A Cargo workspace's `--workspace` command run for the selected crates only (`-p`
         each), when they are some of its crates: the changed ones and their dependents."""
+        if detected is None or detected.ecosystem is not Ecosystem.RUST:
+            return check
         crates = selection.narrowed(check.workspace)
-        if detected is None or detected.ecosystem is not Ecosystem.RUST or not crates:
+        if not crates:
             return check
         from verification.cargo import crate_name  # Cargo's reader: only for crates
 
@@ -770,10 +772,12 @@ class _Assembly:
              because: dict[str, tuple[str, ...]]) -> None:
         if not because:
             return
-        known = self.reasons.get(check.key)
+        key = check.key
+        known = self.reasons.get(key)
         if known is None:
             self.checks.setdefault(check.workspace, []).append((check, detected))
-            known = self.reasons[check.key] = {}
+            self.reasons[key] = dict(because)
+            return
         for file, steps in because.items():
             known.setdefault(file, steps)
 

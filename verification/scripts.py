@@ -111,12 +111,14 @@ def checks_of(scripts: Mapping[str, object], *,
               if isinstance(name, str) and isinstance(body, str)}
     readings = {name: _read(body, bodies, tasks) for name, body in bodies.items()}
     candidates: list[Script] = []
+    closures: dict[str, list[str]] = {}  # each candidate's and the scripts it calls
     # In `SCRIPT_NAMES` order (a name is listed once there).
     for name in sorted((n for n in bodies if n in _ORDER), key=_ORDER.__getitem__):
-        script = _script(name, _KIND_OF_NAME[name], bodies, readings)
+        called = _closure(name, readings)
+        script = _script(name, _KIND_OF_NAME[name], bodies, readings, called)
         if script is not None:
             candidates.append(script)
-    closures = {s.name: _closure(s.name, readings) for s in candidates}
+            closures[name] = called
     called = {c for s in candidates for c in closures[s.name]
               if c != s.name and s.name not in closures.get(c, ())}  # a cycle drops neither
     chosen: list[Script] = []
@@ -131,11 +133,11 @@ _ORDER = {name: i for i, name in enumerate(n for names in SCRIPT_NAMES.values() 
 
 
 def _script(name: str, kind: str | None, bodies: Mapping[str, str],
-            readings: Mapping[str, _Reading]) -> Script | None:
+            readings: Mapping[str, _Reading], called: list[str]) -> Script | None:
+    """The script `name` as a check, or None; `called` is it and the scripts it calls."""
     body = bodies[name].strip()
     if not body or body == NPM_PLACEHOLDER_TEST:
         return None
-    called = _closure(name, readings)
     reading = [readings[n] for n in called]
     if all(r.idle for r in reading) or readings[name].elsewhere:
         return None  # a placeholder, or another package's check run from here

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 from posixpath import basename, normpath
 
 from verification.globs import GlobSet, compile_glob
@@ -97,7 +98,7 @@ class Workspace:
 
     @property
     def ecosystems(self) -> frozenset[Ecosystem]:
-        return frozenset(MANIFEST_ECOSYSTEM[name] for name in self.manifests)
+        return _ecosystems(self.manifests)
 
     def root(self, ecosystem: Ecosystem) -> str | None:
         """The folder whose declaration lists this workspace for `ecosystem`, if any."""
@@ -200,6 +201,13 @@ class Layout:
             path for path, workspace in self.workspaces.items()
             if is_below(path, folder) and (ecosystem is None or ecosystem in workspace.ecosystems)
         )  # fmt: skip
+
+
+@lru_cache(maxsize=64)
+def _ecosystems(manifests: frozenset[str]) -> frozenset[Ecosystem]:
+    """The ecosystems of a set of manifest names, made once per set: planning asks for a
+    workspace's many times, and a monorepo's workspaces hold the same few sets."""
+    return frozenset(MANIFEST_ECOSYSTEM[name] for name in manifests)
 
 
 def find_layout(
