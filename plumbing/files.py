@@ -171,4 +171,6 @@ def write_atomic(path: Path, data: bytes, *, durable: bool = True, mode: int = 0
 def printable_path(path: str) -> str:
     """A path as text that can be stored and shown: bytes that are not UTF-8 (carried as
     surrogate escapes by ``os.fsdecode``) become ``\\xNN`` escapes."""
+    if path.isascii():  # most paths: nothing to escape, and no copy made (plans name thousands)
+        return path
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

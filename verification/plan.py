@@ -383,10 +383,10 @@ class _Assembly:
         self.bookkeeping: list[BookkeepingStep] = []  # CI steps that are no checks
         self._tasks: TaskGraph | None = None  # the turbo or Nx task graph, once read
         self._tasks_read = False
-        # Each workspace's checks, and whether its package loads its build output, once
-        # asked: planning a monorepo asks for a dependency's many times.
+        # Each workspace's checks, and the builds its dependents wait for, once asked:
+        # planning a monorepo asks for a dependency's many times.
         self._planned: dict[str, tuple[tuple[PlannedCheck, DetectedCheck | None], ...]] = {}
-        self._loads_build: dict[str, bool] = {}
+        self._builds: dict[str, tuple[str, ...]] = {}
         # The pre-commit hooks that pre-commit installs from the network first (`add_hooks`).
         self.installed_hooks: tuple[str, ...] = ()
 
@@ -566,10 +566,18 @@ class _Assembly:
         folders = graph.dependencies(check.workspace)
         if check.kind == "test":
             folders = [*folders, check.workspace]
-        found += [built.key for folder in folders if self._built_before_loading(folder)
-                  for built, _ in self._workspace_checks(folder)
-                  if built.kind == "build" and built.key != check.key]
+        found += [key for folder in folders for key in self._builds_first(folder)
+                  if key != check.key]
         return list(dict.fromkeys(found))
+
+    def _builds_first(self, folder: str) -> tuple[str, ...]:
+        """The keys of `folder`'s builds when what loads its package loads their output."""
+        found = self._builds.get(folder)
+        if found is None:
+            found = self._builds[folder] = tuple(
+                built.key for built, _ in self._workspace_checks(folder) if built.kind == "build"
+            ) if self._built_before_loading(folder) else ()
+        return found
 
     def _declared_needs(self, check: PlannedCheck, detected: DetectedCheck | None,
                         graph: DependencyGraph) -> list[str]:
@@ -606,14 +614,10 @@ class _Assembly:
         return self._tasks
 
     def _built_before_loading(self, folder: str) -> bool:
-        found = self._loads_build.get(folder)
-        if found is None:
-            workspace = self.layout.workspaces.get(folder)
-            found = self._loads_build[folder] = (
-                folder not in self.configured and workspace is not None
+        workspace = self.layout.workspaces.get(folder)
+        return (folder not in self.configured and workspace is not None
                 and Ecosystem.NODE in workspace.ecosystems
                 and loads_build_output(folder, self.runners.manifests))
-        return found
 
     def _check(self, key: str) -> tuple[PlannedCheck, DetectedCheck | None] | None:
         workspace, _, check_id = key.rpartition(":")
@@ -656,11 +660,12 @@ class _Assembly:
             for path in sorted(setups)
             if path in self.checks or setups[path]
         )
+        waits: dict[str, tuple[str, ...]] = {}  # workspace -> its detected checks' setups
         # Made whole, not through `dataclasses.replace`: it costs thrice as much, per check.
         planned = [
             PlannedCheck(check.id, check.workspace, check.kind, check.command, check.timeout,
                          check.junit, needs=self.needs.get(check.key, ()),
-                         setups=self._setups(check, uses, setups),
+                         setups=self._setups(check, uses, setups, waits),
                          writes=(check.workspace,) if check.kind == "build" else ())
             for check in planned
         ]
@@ -677,13 +682,19 @@ class _Assembly:
                           steps)), reasons
 
     def _setups(self, check: PlannedCheck, uses: dict[str, set[str]],
-                setups: dict[str, list[str]]) -> tuple[str, ...]:
+                setups: dict[str, list[str]], waits: dict[str, tuple[str, ...]]
+                ) -> tuple[str, ...]:
         """The setups a check waits for: a CI check its job's installs, a detected one its
-        install root's and its own workspace's."""
+        install root's and its own workspace's (the same for each of the workspace's, kept in
+        `waits`)."""
         if check.key in self.ci:
             return tuple(f for f in self.ci[check.key][0].setups if setups.get(f))
-        return tuple(w for w in (*sorted(uses.get(check.workspace, ())), check.workspace)
-                     if setups.get(w))
+        found = waits.get(check.workspace)
+        if found is None:
+            found = waits[check.workspace] = tuple(
+                w for w in (*sorted(uses.get(check.workspace, ())), check.workspace)
+                if setups.get(w))
+        return found
 
     def _drop_duplicates(self) -> None:
         """Leave out each detected check a planned CI check runs already (`duplicated_by`):

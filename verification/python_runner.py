@@ -167,8 +167,7 @@ def python_checks(workspace: str, layout: Layout, index: RepoIndex, manifests: M
     candidates = tests.files.get(workspace, [])
     if config.python_files:
         candidates = [*candidates, *tests.sources(workspace)]
-    files = [f for f in candidates if config.collects(f)]
-    if files:
+    if any(config.collects(f) for f in candidates):  # one test file pytest collects is enough
         command = _test_command(
             workspace, runner, index, manifests, pyproject,
             ignores=[] if testpaths else [*nested, *(

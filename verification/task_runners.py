@@ -120,12 +120,12 @@ class TaskLookup:
         it)."""
         if depth >= MAX_DEPTH:
             return None
-        where = _joined(folder, command.cwd)
         program, args = _runner_of(command)
+        if program not in RUNNER_FILES and program not in ("turbo", "nx"):
+            return None  # most commands: no task runner, and no folder to work out
+        where = _joined(folder, command.cwd)
         if program in ("turbo", "nx"):
             return self._fanned_out(program, args, where, depth)
-        if program not in RUNNER_FILES:
-            return None
         if program == "make":
             if _option(args, ("-f", "--file", "--makefile")) is not None:
                 return None  # another makefile than the one planning reads
