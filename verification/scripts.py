@@ -89,6 +89,7 @@ class _Line:
     """What a script's body runs, whichever package's it is."""
 
     commands: tuple[Command, ...]
+    tools: tuple[ToolUse | None, ...]  # what each command runs when it is a tool (`classify`)
     idle: bool  # runs nothing (an `echo` placeholder)
     elsewhere: bool  # runs only in other folders (`cd packages/app && pnpm test`)
     watches: bool  # runs until stopped (`jest --watch`)
@@ -206,14 +207,14 @@ def _read(body: str, scripts: Mapping[str, str], tasks: TaskResolver | None = No
     uses: list[ToolUse] = []
     calls: list[str] = []
     line = _line(body)
-    for command in line.commands:
+    for command, tool in zip(line.commands, line.tools, strict=True):
         called = _calls(command, scripts)
         if called is None:
             through = tasks(command) if tasks is not None else None
             if through is not None:
                 uses += through
-            elif (use := classify(command)) is not None:
-                uses.append(use)
+            elif tool is not None:
+                uses.append(tool)
         else:
             calls += called
     return _Reading(tuple(uses), tuple(calls), line.idle, line.elsewhere, line.watches)
@@ -223,7 +224,8 @@ def _read(body: str, scripts: Mapping[str, str], tasks: TaskResolver | None = No
 def _line(body: str) -> _Line:
     """`body` read once: the packages of a monorepo repeat the same scripts."""
     found = commands(body)
-    return _Line(tuple(found), bool(found) and all(c.program in _NOTHING for c in found),
+    return _Line(tuple(found), tuple(classify(c) for c in found),
+                 bool(found) and all(c.program in _NOTHING for c in found),
                  bool(found) and all(c.cwd != "." for c in found),
                  any(WATCHING & set(c.args) for c in found))
 
