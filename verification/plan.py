@@ -29,9 +29,11 @@ covers is listed in `Plan.unverified`: a plan with no checks and such files conc
 
 from __future__ import annotations
 
+import gc
 import re
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from posixpath import basename, normpath
 from typing import TYPE_CHECKING
@@ -120,6 +122,28 @@ def plan_change(
     changed_files: Iterable[str], tree: Tree, config: VerifyConfig, *, base: Tree | None = None
 ) -> PlanResult:
     """`build_plan`, with the explanation `ratchet verify --explain` prints."""
+    with _collection_paused():
+        return _plan_change(changed_files, tree, config, base=base)
+
+
+@contextmanager
+def _collection_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while planning, when it ran: a monorepo's
+    plan makes a million objects that live until it ends, and the collector walked them
+    some hundred times a plan (a full pass among them), 20 to 40 ms of 1,500 packages'
+    170. What planning drops is freed by reference counting all the same."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _plan_change(changed_files: Iterable[str], tree: Tree, config: VerifyConfig, *,
+                 base: Tree | None) -> PlanResult:
     changed = sorted({normpath(path.strip()) for path in changed_files if path.strip()})
     index = RepoIndex.from_paths(tree.paths())
     manifests = Manifests(tree)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -42,6 +43,18 @@ def test_toolchain_pins_change_plans_every_workspace(monorepo: Path) -> None:
         "services/worker/plugins/extra:pytest",
         "web:node-test",
     }
+
+
+def test_planning_leaves_the_garbage_collector_as_it_found_it(monorepo: Path) -> None:
+    assert gc.isenabled()
+    build_plan([".tool-versions"], git_tree(monorepo), CONFIG)
+    assert gc.isenabled()  # paused while planning only
+    gc.disable()
+    try:
+        build_plan([".tool-versions"], git_tree(monorepo), CONFIG)
+        assert not gc.isenabled()  # a caller's choice stands
+    finally:
+        gc.enable()
 
 
 def test_ratchet_config_plans_every_workspace_and_shared_files_their_ecosystem(
