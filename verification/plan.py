@@ -421,12 +421,16 @@ class _Assembly:
             because = dict(selection.reasons.get(workspace, {}))
             for file in selection.global_files:
                 because.setdefault(file, ("shapes every build",))
-            own = {f: s for f, s in because.items()
-                   if (workspace, f) in selection.direct or f in selection.global_files}
+            own: dict[str, tuple[str, ...]] | None = None  # made for a check that fans out
             for check, detected in self._workspace_checks(workspace):
-                # A root command running every member's (`pnpm -r test`) is not run for a
-                # member's change reaching the root through a dependency edge.
-                reasons = own if detected is not None and detected.fans_out else because
+                reasons = because
+                if detected is not None and detected.fans_out:
+                    # A root command running every member's (`pnpm -r test`) is not run for a
+                    # member's change reaching the root through a dependency edge.
+                    if own is None:
+                        own = {f: s for f, s in because.items() if (workspace, f) in
+                               selection.direct or f in selection.global_files}
+                    reasons = own
                 self._add(check, detected, _concerning(reasons, workspace, detected, selection))
         self._add_running(selection)
 

@@ -140,13 +140,15 @@ def _script(name: str, kind: str | None, bodies: Mapping[str, str],
     if not body or body == NPM_PLACEHOLDER_TEST:
         return None
     reading = [readings[n] for n in called]
-    if all(r.idle for r in reading) or readings[name].elsewhere:
+    if readings[name].elsewhere or all(r.idle for r in reading):
         return None  # a placeholder, or another package's check run from here
     uses = [use for r in reading for use in r.uses]
-    if any(use.writes for use in uses):
-        return None  # a fixer: it rewrites files instead of checking them
-    if any(r.watches for r in reading):
-        return None
+    for use in uses:
+        if use.writes:
+            return None  # a fixer: it rewrites files instead of checking them
+    for r in reading:
+        if r.watches:
+            return None
     if kind is None:
         found = list(dict.fromkeys(use.kind for use in uses))
         if len(found) != 1:
