@@ -5,10 +5,15 @@ here (tests/agents/ runs the real ones)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
+from typing import Any
+
+from runner.agents.trial import ANSWER, TrialModel
 
 REAL_KEY = "real-gemini-key-never-sent-21"
 # A stand-in CLI: asks the model at GOOGLE_GEMINI_BASE_URL (the proxy's route inside the
@@ -85,3 +90,36 @@ def test_a_cli_that_fails_is_reported_with_the_end_of_its_log(tmp_path: Path) ->
     assert done.returncode == 2
     trial = done.stdout.splitlines()[-1]
     assert trial.startswith("FAIL  trial: ") and "Invalid auth method selected." in trial
+
+
+def test_a_gemini_request_for_json_of_a_schema_gets_an_instance_of_it() -> None:
+    """Gemini CLI's model router asks for JSON of its schema before the prompt (Gemini `Type`
+    names, upper case); answered with text it retries for a minute and a half."""
+    router = {"type": "OBJECT", "required": ["complexity_reasoning", "complexity_score"],
+              "properties": {"complexity_reasoning": {"type": "STRING"},
+                             "complexity_score": {"type": "INTEGER"}}}
+    listed = {"type": "object", "required": ["picks"],
+              "properties": {"picks": {"type": "array", "minItems": 2,
+                                       "items": {"enum": ["flash", "pro"]}},
+                             "note": {"type": "string"}}}
+
+    def answer(model: TrialModel, body: dict[str, Any], method: str = "generateContent") -> str:
+        request = urllib.request.Request(
+            f"{model.url}/v1beta/models/trial-model:{method}", json.dumps(body).encode(),
+            {"content-type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            text = response.read().decode()
+        reply = json.loads(text.removeprefix("data: ") if method.startswith("stream") else text)
+        return reply["candidates"][0]["content"]["parts"][0]["text"]
+
+    ask = {"contents": [{"role": "user", "parts": [{"text": "route this"}]}]}
+    with TrialModel() as model:
+        for method in ("generateContent", "streamGenerateContent"):
+            config = {"responseMimeType": "application/json", "responseJsonSchema": router}
+            routed = json.loads(answer(model, {**ask, "generationConfig": config}, method))
+            assert isinstance(routed["complexity_reasoning"], str)
+            assert 1 <= routed["complexity_score"] <= 100
+        config = {"responseMimeType": "application/json", "responseSchema": listed}
+        assert json.loads(answer(model, {**ask, "generationConfig": config})) == {
+            "picks": ["flash", "flash"]}
+        assert answer(model, ask) == ANSWER  # no schema asked: the one short text

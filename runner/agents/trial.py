@@ -1,7 +1,9 @@
 """A trial model API on 127.0.0.1 for ``ratchet agent try``: it answers every request of
 Anthropic Messages, OpenAI Responses, Chat Completions and Gemini's generateContent with one
 short text, streamed the way the real APIs stream it, and records which API was asked with
-which key header.
+which key header. A Gemini request asking for JSON of a schema (``responseMimeType``
+``application/json``) gets the smallest instance of that schema: Gemini CLI's model router
+asks so before the prompt, and retries text for a minute and a half before giving up.
 
 It scripts nothing: a CLI that reaches it through the sandbox and the egress proxy's route,
 gets an answer and exits 0 is set up to talk to a model. The scripted model that drives the
@@ -101,8 +103,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif api == "other":
             self._json(404, {"error": {"message": f"no route {self.path}"}})
         elif api == "gemini" and not path.endswith(":streamGenerateContent"):
-            self._json(200, _gemini())
-        elif api == "gemini" or body.get("stream"):
+            self._json(200, _gemini(_gemini_answer(body)))
+        elif api == "gemini":
+            self._stream(_gemini_stream(_gemini_answer(body)))
+        elif body.get("stream"):
             self._stream(_EVENTS[api](body.get("model", "trial-model")))
         else:
             self._json(200, _WHOLE[api](body.get("model", "trial-model")))
@@ -205,17 +209,47 @@ def _chat(model: str) -> Iterator[bytes]:
     yield b"data: [DONE]\n\n"
 
 
-def _gemini(model: str = "") -> dict[str, Any]:
-    return {"candidates": [{"content": {"role": "model", "parts": [{"text": ANSWER}]},
+def _gemini_answer(body: dict[str, Any]) -> str:
+    """The text answering a generateContent request: JSON of the schema asked for, if any."""
+    config = body.get("generationConfig")
+    if not isinstance(config, dict) or config.get("responseMimeType") != "application/json":
+        return ANSWER
+    schema = config.get("responseJsonSchema") or config.get("responseSchema") or {}
+    return json.dumps(_instance(schema))
+
+
+def _instance(schema: object, depth: int = 0) -> object:
+    """The smallest value of a JSON or Gemini schema (types in either case): its first enum
+    value, its minimum, every required property; a depth cap for a schema that nests itself."""
+    if not isinstance(schema, dict) or depth > 16:
+        return None
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        return {name: _instance(properties.get(name), depth + 1)
+                for name in schema.get("required") or properties}
+    if kind == "array":
+        return [_instance(schema.get("items"), depth + 1)
+                for _ in range(int(schema.get("minItems") or 0))]
+    if kind in ("integer", "number"):
+        return schema.get("minimum", 1)
+    if kind == "boolean":
+        return False
+    return "trial" if kind == "string" else None
+
+
+def _gemini(text: str = ANSWER) -> dict[str, Any]:
+    return {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
                             "finishReason": "STOP", "index": 0}],
             "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1,
                               "totalTokenCount": 2}, "modelVersion": "trial-model"}
 
 
-def _gemini_stream(model: str) -> Iterator[bytes]:
-    yield _sse(None, _gemini())
+def _gemini_stream(text: str) -> Iterator[bytes]:
+    yield _sse(None, _gemini(text))
 
 
-_EVENTS = {"anthropic": _anthropic, "responses": _responses, "chat": _chat,
-           "gemini": _gemini_stream}
+_EVENTS = {"anthropic": _anthropic, "responses": _responses, "chat": _chat}
 _WHOLE = {"anthropic": _anthropic_message, "responses": _response, "chat": _completion}
