@@ -8,11 +8,12 @@ stays the same data however it is explained.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from plumbing.files import printable_path
-from verification.model import BookkeepingStep, Plan, PlannedCheck
+from verification.model import BookkeepingStep, CiStep, Plan, PlannedCheck
 
 # The message for a change that needs verifying and that no planned check covers.
 NOTHING_VERIFIES = "nothing verifies this change"
@@ -211,18 +212,8 @@ def render_text(explanation: Explanation) -> str:
                          "check in .github/ratchet.yml, or list it in verify.ignore")
         else:
             lines.append(f"  {name}: {coverage.kind} ({coverage.detail})")
-    if plan.unverified_steps:
-        lines += ["", "CI steps not run here (not verified):"]
-        lines += [f"  {step.where}: {step.reason}"
-                  for step in plan.unverified_steps[:SHOWN_STEPS]]
-        if len(plan.unverified_steps) > SHOWN_STEPS:
-            lines.append(f"  ... and {len(plan.unverified_steps) - SHOWN_STEPS} more")
-    if explanation.bookkeeping:
-        lines += ["", "CI steps that are no checks (not planned):"]
-        lines += [f"  {step.where}: {step.reason}"
-                  for step in explanation.bookkeeping[:SHOWN_STEPS]]
-        if len(explanation.bookkeeping) > SHOWN_STEPS:
-            lines.append(f"  ... and {len(explanation.bookkeeping) - SHOWN_STEPS} more")
+    lines += _steps_listed("CI steps not run here (not verified):", plan.unverified_steps)
+    lines += _steps_listed("CI steps that are no checks (not planned):", explanation.bookkeeping)
     if explanation.skipped:
         lines += ["", "folders with a manifest that are not workspaces:"]
         skipped = sorted(explanation.skipped.items())
@@ -232,3 +223,13 @@ def render_text(explanation: Explanation) -> str:
         if len(skipped) > SHOWN_SKIPPED:
             lines.append(f"  ... and {len(skipped) - SHOWN_SKIPPED} more")
     return "\n".join(lines) + "\n"
+
+
+def _steps_listed(title: str, steps: Sequence[CiStep]) -> list[str]:
+    """A titled section of CI steps with why each is as it is, the first SHOWN_STEPS of them."""
+    if not steps:
+        return []
+    lines = ["", title, *(f"  {step.where}: {step.reason}" for step in steps[:SHOWN_STEPS])]
+    if len(steps) > SHOWN_STEPS:
+        lines.append(f"  ... and {len(steps) - SHOWN_STEPS} more")
+    return lines

@@ -70,10 +70,9 @@ class PlannedWorkspace:
 
 
 @dataclass(frozen=True)
-class UnverifiedStep:
-    """A step of the repository's CI that the plan does not run, and why (an action, secrets,
-    a container, a release...). `step` is empty for a whole job, `job` too for a workflow
-    file planning could not read."""
+class CiStep:
+    """A step of the repository's CI the plan does not run as a check, and why; `step` is
+    empty for a whole job, `job` too for a workflow file planning could not read."""
 
     workflow: str
     job: str
@@ -90,24 +89,15 @@ class UnverifiedStep:
                 "reason": self.reason}
 
 
-@dataclass(frozen=True)
-class BookkeepingStep:
+class UnverifiedStep(CiStep):
+    """A CI step that would verify the change but cannot run here (an action, secrets, a
+    container, a release...): listed in the plan as unverified."""
+
+
+class BookkeepingStep(CiStep):
     """A CI step that only does its workflow's bookkeeping (`ci_bookkeeping`: it writes
     `$GITHUB_OUTPUT` and the like): no check, so not planned. Unlike an `UnverifiedStep` it
     leaves nothing unverified: only `--explain` lists it, never the plan."""
-
-    workflow: str
-    job: str
-    step: str
-    reason: str
-
-    @property
-    def where(self) -> str:
-        return step_where(self.workflow, self.job, self.step)
-
-    def to_dict(self) -> dict[str, str]:
-        return {"workflow": self.workflow, "job": self.job, "step": self.step,
-                "reason": self.reason}
 
 
 def step_where(workflow: str, job: str, step: str) -> str:
