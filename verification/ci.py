@@ -49,7 +49,7 @@ import json
 import re
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from posixpath import normpath
+from posixpath import normpath, relpath
 from typing import Any
 
 from verification.ci_bookkeeping import bookkeeping, not_checked
@@ -440,7 +440,8 @@ class _WorkflowReader:
                 entry.unverified.append(UnverifiedStep(self.path, key, label,
                                                        f"{needed}, which does not run here"))
                 continue
-            made = self._run_step(step, label, key, step_contexts, env, scope.defaults)
+            made = self._run_step(step, label, key, step_contexts, env, scope.defaults,
+                                  action=scope.actions[-1] if scope.actions else None)
             if isinstance(made, UnverifiedStep):
                 entry.unverified.append(made)
                 continue
@@ -583,11 +584,12 @@ class _WorkflowReader:
         return None
 
     def _run_step(self, step: Step, label: str, key: str, contexts: dict[str, Value],
-                  env: dict[str, Value], defaults: Defaults
+                  env: dict[str, Value], defaults: Defaults, *, action: str | None = None
                   ) -> UnverifiedStep | BookkeepingStep | CiInstall | _Made | None:
         """A `run:` step as what a check is made of, a `CiInstall`, None for host
         preparation, why bookkeeping is no check, or why it is skipped; `defaults` are the
-        `defaults.run` that apply."""
+        `defaults.run` that apply; `action` the folder of the composite action it is a step
+        of (its scripts are named by `github.action_path`)."""
         def skipped(reason: str) -> UnverifiedStep:
             return UnverifiedStep(self.path, key, label, reason)
 
@@ -597,6 +599,21 @@ class _WorkflowReader:
         if not shell.runs:
             return skipped(f"runs with shell {shell.argv[0]}: only bash and sh run here")
         step_env = _environment([step.env], {**contexts, "env": dict(env)}, base=env)
+        where = step.working_directory or defaults.working_directory
+        folder = "."
+        if where is not None:
+            resolved = interpolate(where, {**contexts, "env": step_env})
+            if isinstance(resolved, Unknown):
+                return skipped(_needs(resolved))
+            folder = normpath(resolved.strip() or ".")
+            if folder.startswith(("/", "../")) or folder == "..":
+                return skipped(f"runs in {resolved}, outside the repository")
+            if folder not in self.folders:
+                return skipped(f"runs in {resolved}, a folder the repository does not have")
+        if action is not None:  # the action's folder, as seen from where the step runs
+            github = Partial({**mapping(contexts.get("github")),
+                              "action_path": _path_from(folder, action)})
+            contexts = {**contexts, "github": github}
         script = interpolate(step.run or "", {**contexts, "env": step_env})
         if isinstance(script, Unknown):
             return skipped(_needs(script))
@@ -610,17 +627,6 @@ class _WorkflowReader:
                 return skipped(_needs(value))
             if name in step.env:
                 unset.append(name)  # a setting the script never reads: its tools' default
-        where = step.working_directory or defaults.working_directory
-        folder = "."
-        if where is not None:
-            resolved = interpolate(where, {**contexts, "env": step_env})
-            if isinstance(resolved, Unknown):
-                return skipped(_needs(resolved))
-            folder = normpath(resolved.strip() or ".")
-            if folder.startswith(("/", "../")) or folder == "..":
-                return skipped(f"runs in {resolved}, outside the repository")
-            if folder not in self.folders:
-                return skipped(f"runs in {resolved}, a folder the repository does not have")
         known = {k: v for k, v in step_env.items() if not isinstance(v, Unknown)}
         package = self.scripts(folder)
         runners = self.tasks(folder) if self.tasks is not None else None
@@ -780,6 +786,14 @@ def _needs(unknown: Unknown) -> str:
 
 def _shown(condition: Any) -> str:
     return " ".join(str(condition).split())[:120]
+
+
+def _path_from(folder: str, target: str) -> str:
+    """`target` (relative to the root) as a path from `folder`, `./` first so a shell runs a
+    script named by it as a file: what `github.action_path` names for a step running there
+    (GitHub gives an absolute path; a plan holds no host's paths)."""
+    path = relpath(target, folder)
+    return path if path.startswith("../") or path == ".." else f"./{path}"
 
 
 def _words(text: str) -> str:

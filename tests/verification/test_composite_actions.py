@@ -332,3 +332,48 @@ def test_ratchet_verify_plan_only_json_names_the_expanded_steps(
         {"workflow": ".github/workflows/ci.yml", "job": "test",
          "step": "Build > Check the bundle",
          "reason": "needs secrets.BUNDLE_TOKEN: secrets never reach the sandbox"}]
+
+
+SCRIPTED_ACTION = """\
+name: Scripted checks
+description: Runs the checks kept beside this action.yml
+runs:
+  using: composite
+  steps:
+    - name: Check the licenses
+      shell: bash
+      run: ${{ github.action_path }}/licenses.sh --strict
+    - name: Check the CLI's docs
+      shell: bash
+      working-directory: packages/cli
+      run: bash "${{ github.action_path }}/docs.sh"
+"""
+
+
+def test_github_action_path_names_the_actions_folder_from_where_each_step_runs(
+    make_repo: Callable[[Files], Path],
+) -> None:
+    """GitHub gives a composite's steps `github.action_path` (the absolute path of the
+    action's folder), the documented way to run the scripts kept with it; the plan holds no
+    host's paths, so it names the folder from each step's working directory."""
+    workflow = """\
+on: pull_request
+jobs:
+  checks:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: ./.github/actions/scripted
+"""
+    files = {**repo(scripted=SCRIPTED_ACTION), ".github/workflows/ci.yml": workflow,
+             ".github/actions/scripted/licenses.sh": "#!/bin/sh\nexit 0\n",
+             ".github/actions/scripted/docs.sh": "#!/bin/sh\nexit 0\n"}
+    root = make_repo(files)
+    plan = change(root, {"packages/cli/src/main.ts": "export const x = 1\n"}).plan
+    checks = by_key(plan)
+    licenses = checks["ci.checks.scripted.check-the-licenses"]
+    docs = checks["packages/cli:ci.checks.scripted.check-the-cli-s-docs"]
+    assert (licenses.workspace, licenses.command) == (
+        ".", "./.github/actions/scripted/licenses.sh --strict")
+    assert (docs.workspace, docs.command) == (
+        "packages/cli", 'bash "../../.github/actions/scripted/docs.sh"')
+    assert not any("action_path" in s.reason for s in plan.unverified_steps)
