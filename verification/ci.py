@@ -505,11 +505,12 @@ class _WorkflowReader:
                            "only a composite action's steps are planned")
         if _truthy_flag(step.continue_on_error, contexts):
             return skipped("continue-on-error: CI does not require it to pass")
+        # Input names in any case, as GitHub reads them: `with: Node-Version` sets node-version.
         inputs: dict[str, Value] = {}
         for name, default in action.inputs.items():
-            inputs[name] = _input(default, contexts)
+            inputs[str(name).lower()] = _input(default, contexts)
         for name, value in step.with_.items():
-            inputs[str(name)] = _input(value, contexts)
+            inputs[str(name).lower()] = _input(value, contexts)
         walk.entry.actions.add(folder)
         inner = {**contexts, "inputs": inputs}
         # Its checks' keys go on with its id or name (else its folder's), unique in the job.

@@ -48,7 +48,7 @@ jobs:
       - name: Build
         uses: ./.github/actions/build
         with:
-          target: web
+          Target: web  # input names are read in any case, as GitHub does
       - name: Lint the CLI
         run: pnpm run lint
 """
