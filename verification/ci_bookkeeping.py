@@ -37,6 +37,8 @@ _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "|&"})
 _KEYWORDS = frozenset({"then", "else", "fi", "{", "}", "(", ")", "!"})
 _CONDITIONS = frozenset({"if", "elif"})
 _TESTS = frozenset({"[", "[[", "test"})
+# Command substitutions nested in one another, at most (each level is a recursion).
+MAX_NESTING = 16
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:=.*)?", re.DOTALL)
 _SET_OPTION = re.compile(r"[-+][a-zA-Z]+|pipefail|errexit|nounset|xtrace")
@@ -135,10 +137,13 @@ def _heredocs(line: str) -> list[re.Match[str]]:
     return found
 
 
-def _substituted(text: str, *, quoted: bool) -> tuple[str, list[str]] | None:
+def _substituted(text: str, *, quoted: bool, depth: int = 0) -> tuple[str, list[str]] | None:
     """`text` with each `$(...)` and backtick substitution replaced by a placeholder, and the
     commands they held (nested ones included). `quoted` reads text where single quotes are
-    characters (a heredoc's body). None when one does not close."""
+    characters (a heredoc's body). None when one does not close, or they nest deeper than
+    MAX_NESTING (a script read so is no bookkeeping: it stays a check)."""
+    if depth > MAX_NESTING:
+        return None
     out: list[str] = []
     inner: list[str] = []
     at, state = 0, ""  # state: "" outside quotes, "'" or '"' inside
@@ -158,7 +163,7 @@ def _substituted(text: str, *, quoted: bool) -> tuple[str, list[str]] | None:
             end = _closing(text, at + 2)
             if end is None:
                 return None
-            nested = _substituted(text[at + 2:end], quoted=False)
+            nested = _substituted(text[at + 2:end], quoted=False, depth=depth + 1)
             if nested is None:
                 return None
             inner += [nested[0], *nested[1]]

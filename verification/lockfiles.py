@@ -96,7 +96,7 @@ def affected_crates(old: str | None, new: str | None) -> set[str] | None:
         return None
     try:
         before, after = _cargo(old), _cargo(new)
-    except (tomllib.TOMLDecodeError, ValueError, TypeError, AttributeError):
+    except (tomllib.TOMLDecodeError, ValueError, TypeError, AttributeError, RecursionError):
         return None
     changed = {key.split(" ", 1)[0] for key in set(before) | set(after)
                if before.get(key) != after.get(key)}

@@ -35,6 +35,8 @@ _DISCOVERY_KEYS = ("testMatch", "testRegex", "roots", "testPathIgnorePatterns", 
 # repeats in one regular expression (each multiplies the steps a failing match may take).
 MAX_EXPANSIONS = 64
 MAX_REPEATS = 2
+# Extglobs and braces nested in one another, at most (each level is a recursion).
+MAX_NESTING = 16
 
 
 class Unreadable(ValueError):
@@ -156,11 +158,13 @@ def _relative_globs(pattern: str, *, negated: bool) -> list[str]:
     return list(_expand(pattern, negated=negated))
 
 
-def _expand(pattern: str, *, negated: bool) -> Iterator[str]:
+def _expand(pattern: str, *, negated: bool, depth: int = 0) -> Iterator[str]:
     """Each plain glob of the extglobs and braces in `pattern`: `?(a|b)` is '', 'a' or 'b',
     `@(a|b)` and `{a,b}` 'a' or 'b'; `+(x)` and `*(x)` are taken once at most, which names
     fewer files (a test so missed checks dependents too). In an exclusion that would exclude
     fewer: not read, nor is `!(x)`."""
+    if depth > MAX_NESTING:
+        raise Unreadable(f"the glob {pattern!r} nests too deep")
     found = [""]
     at = 0
     while at < len(pattern):
@@ -170,13 +174,13 @@ def _expand(pattern: str, *, negated: bool) -> Iterator[str]:
             if char == "!" or (negated and char in "*+"):
                 raise Unreadable(f"the glob {pattern!r} is not read")
             options = [g for part in _split(pattern[at + 2 : end], "|")
-                       for g in _expand(part, negated=negated)]
+                       for g in _expand(part, negated=negated, depth=depth + 1)]
             choices = ["", *options] if char in "?*" else options
             at = end + 1
         elif char == "{" and "," in pattern[at:]:
             end = _closing(pattern, at, "{", "}")
             choices = [g for part in _split(pattern[at + 1 : end], ",")
-                       for g in _expand(part, negated=negated)]
+                       for g in _expand(part, negated=negated, depth=depth + 1)]
             at = end + 1
         elif char == "[" and (end := pattern.find("]", at + 1)) != -1:
             choices, at = [pattern[at : end + 1]], end + 1

@@ -112,6 +112,8 @@ def test_a_step_only_writing_the_workflows_files_is_no_check_and_says_why() -> N
     'echo a #; cargo test',
     'echo "unclosed >> $GITHUB_OUTPUT',
     "cat <<EOF >> $GITHUB_STEP_SUMMARY\nno end",
+    # Substitutions nested deeper than read (no recursion as deep as the script asks).
+    'echo "x=' + "$(echo " * 3000 + "a" + ")" * 3000 + '" >> $GITHUB_OUTPUT',
 ])  # fmt: skip
 def test_a_script_doing_more_than_bookkeeping_stays_a_check(script: str) -> None:
     assert bookkeeping(script) is None

@@ -109,3 +109,5 @@ def test_cargo_lock_is_diffed_per_crate() -> None:
     assert affected_crates(base, cargo_lock("1.0.86", "1.0.210", "version = 3")) == set()
     assert affected_crates(None, base) is None
     assert affected_crates(base, "[[package]\nname =") is None
+    nested = "x = " + "[" * 100_000 + "]" * 100_000  # deeper than the TOML parser recurses
+    assert affected_crates(base, nested) is None

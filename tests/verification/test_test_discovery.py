@@ -226,3 +226,5 @@ def test_jest_globs_are_expanded_without_backtracking() -> None:
             list(_expand(pattern, negated=False))
     with pytest.raises(Unreadable):
         list(_expand("**/+(a).js", negated=True))  # an exclusion must not shrink
+    with pytest.raises(Unreadable, match="nests too deep"):  # no recursion as deep as it asks
+        list(_expand("**/" + "?(" * 3000 + "a" + ")" * 3000, negated=False))
