@@ -123,3 +123,6 @@ def test_a_gemini_request_for_json_of_a_schema_gets_an_instance_of_it() -> None:
         assert json.loads(answer(model, {**ask, "generationConfig": config})) == {
             "picks": ["flash", "flash"]}
         assert answer(model, ask) == ANSWER  # no schema asked: the one short text
+        greedy = {"type": "array", "minItems": 10**9, "items": {"type": "string"}}
+        config = {"responseMimeType": "application/json", "responseJsonSchema": greedy}
+        assert json.loads(answer(model, {**ask, "generationConfig": config})) == ["trial"] * 16

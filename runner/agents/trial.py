@@ -25,6 +25,8 @@ ANSWER = "Ratchet's trial model answered; nothing to do. Exit now."
 # What an agent's key variable holds during a trial: never a real key, so nothing is billed.
 TRIAL_KEY = "ratchet-trial-key"
 _KEY_HEADERS = ("x-api-key", "authorization", "x-goog-api-key")
+# Items of an array a schema asks for at least, at most: the request is the CLI's to write.
+_MAX_ITEMS = 16
 
 
 @dataclass(frozen=True)
@@ -220,7 +222,8 @@ def _gemini_answer(body: dict[str, Any]) -> str:
 
 def _instance(schema: object, depth: int = 0) -> object:
     """The smallest value of a JSON or Gemini schema (types in either case): its first enum
-    value, its minimum, every required property; a depth cap for a schema that nests itself."""
+    value, its minimum, every required property, `minItems` items (up to _MAX_ITEMS); a depth
+    cap for a schema that nests itself."""
     if not isinstance(schema, dict) or depth > 16:
         return None
     if schema.get("enum"):
@@ -231,8 +234,9 @@ def _instance(schema: object, depth: int = 0) -> object:
         return {name: _instance(properties.get(name), depth + 1)
                 for name in schema.get("required") or properties}
     if kind == "array":
-        return [_instance(schema.get("items"), depth + 1)
-                for _ in range(int(schema.get("minItems") or 0))]
+        least = schema.get("minItems")
+        count = min(least, _MAX_ITEMS) if isinstance(least, int) and least > 0 else 0
+        return [_instance(schema.get("items"), depth + 1) for _ in range(count)]
     if kind in ("integer", "number"):
         return schema.get("minimum", 1)
     if kind == "boolean":
