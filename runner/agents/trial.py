@@ -226,7 +226,7 @@ def _instance(schema: object, depth: int = 0) -> object:
     cap for a schema that nests itself."""
     if not isinstance(schema, dict) or depth > 16:
         return None
-    if schema.get("enum"):
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
         return schema["enum"][0]
     kind = str(schema.get("type", "object")).lower()
     if kind == "object":
